@@ -1,0 +1,35 @@
+// swift-tools-version:6.2
+
+import PackageDescription
+
+let package = Package(
+    name: "Habitat",
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
+    products: [
+        .library(name: "Habitat", targets: ["Habitat"]),
+        .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
+        .executable(name: "habitat-tour", targets: ["HabitatTour"]),
+    ],
+    dependencies: [],
+    targets: [
+        // NB: a few lines of C give Habitat atomics and a thread-local slot on every platform
+        // it supports, without requiring macOS 15 / iOS 18 for `Synchronization`.
+        .target(name: "_HabitatShims"),
+        .target(name: "Habitat", dependencies: ["_HabitatShims"]),
+        .target(name: "HabitatOperators", dependencies: ["Habitat"]),
+
+        .executableTarget(name: "HabitatTour", dependencies: ["Habitat"], path: "Examples/HabitatTour"),
+
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat"]),
+        .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system && target.name != "_HabitatShims" {
+    var settings = target.swiftSettings ?? []
+    settings.append(.enableUpcomingFeature("ExistentialAny"))
+    settings.append(.enableUpcomingFeature("MemberImportVisibility"))
+    settings.append(.enableUpcomingFeature("InternalImportsByDefault"))
+    target.swiftSettings = settings
+}

@@ -1,0 +1,75 @@
+/// One change to an ``EnvironmentStack``: what happened, and the environment before and after.
+///
+/// Changes arrive through ``EnvironmentStack/changes`` in the order they were made, each
+/// exactly once to every subscriber.
+///
+/// ```swift
+/// for await change in AppEnvironment.changes where change.kind == .logout {
+///     print("\(change.old.currentUser?.name ?? "?") logged out")
+/// }
+/// ```
+public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
+    /// What happened to the stack.
+    public let kind: EnvironmentChangeKind
+    /// The current environment before the change.
+    public let old: Environment<App>
+    /// The current environment after the change.
+    public let new: Environment<App>
+    /// The stack's depth after the change.
+    public let depth: Int
+    /// This change's position among all changes made to the same stack (or scope), from 1.
+    ///
+    /// Consecutive changes have consecutive numbers, so a gap means a change was missed.
+    public let sequence: UInt64
+
+    /// Creates a change record.
+    /// - Parameters:
+    ///   - kind: What happened.
+    ///   - old: The current environment before the change.
+    ///   - new: The current environment after the change.
+    ///   - depth: The stack's depth after the change.
+    ///   - sequence: The change's position among the stack's changes.
+    public init(kind: EnvironmentChangeKind, old: Environment<App>, new: Environment<App>, depth: Int, sequence: UInt64) {
+        self.kind = kind
+        self.old = old
+        self.new = new
+        self.depth = depth
+        self.sequence = sequence
+    }
+}
+
+/// What happened to an ``EnvironmentStack``: the ``EnvironmentChange/kind`` of a change.
+///
+/// NB: a struct with static members rather than an enum, so later kinds (a session restored
+/// from disk, say) can be added without breaking exhaustive `switch`es in apps.
+public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible {
+    /// A short name, such as `"push"` or `"login"`.
+    public let name: String
+
+    /// Creates a kind with a name.
+    /// - Parameter name: A short name for the kind of change.
+    public init(_ name: String) { self.name = name }
+
+    /// A new environment was pushed on top.
+    public static let push = Self("push")
+    /// The top environment was popped.
+    public static let pop = Self("pop")
+    /// The top environment was replaced.
+    public static let replace = Self("replace")
+    /// A user logged in.
+    public static let login = Self("login")
+    /// The user logged out.
+    public static let logout = Self("logout")
+    /// The signed-in user's data changed.
+    public static let userUpdated = Self("userUpdated")
+    /// The configuration changed.
+    public static let configUpdated = Self("configUpdated")
+
+    /// The kind's name.
+    public var description: String { name }
+}
+
+extension EnvironmentChange {
+    /// What happened to the stack.
+    public typealias Kind = EnvironmentChangeKind
+}

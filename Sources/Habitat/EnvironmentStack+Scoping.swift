@@ -1,0 +1,132 @@
+extension EnvironmentStack {
+    /// Runs `operation` with a changed environment, for the calling task and its child tasks only.
+    ///
+    /// Inside `operation`, ``current`` is a copy of the current environment changed by `change`.
+    /// It is the base of a stack of the scope's own: ``push(_:)``, ``pop()``, ``login(user:token:)``,
+    /// ``logout()`` and the updates act on it, never on the stack outside or on another task's
+    /// scope. When `operation` returns or throws, all of it is gone and the outside is exactly as
+    /// it was. Scopes nest.
+    ///
+    /// ```swift
+    /// let greeting = AppEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
+    ///     makeGreeting()   // reads AppEnvironment.current.locale == fr_FR
+    /// }
+    /// ```
+    ///
+    /// The scope follows the task, not the thread: code that escapes it (a `DispatchQueue`
+    /// closure, `Task.detached`) sees the stack outside. Capture the environment as a value
+    /// (`let env = AppEnvironment.current`) and pass it along, or re-enter the scope there with
+    /// ``withEnvironment(_:operation:)-(Environment<App>,_)``.
+    ///
+    /// - Parameters:
+    ///   - change: Changes the copy that the scope starts from.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withEnvironment<R, E: Error>(
+        _ change: (inout Environment<App>) -> Void,
+        operation: () throws(E) -> R
+    ) throws(E) -> R {
+        var environment = current
+        change(&environment)
+        return try withEnvironment(environment, operation: operation)
+    }
+
+    /// Runs `operation` with `environment` as the base of a scope of its own, for the calling
+    /// task and its child tasks only.
+    ///
+    /// Use it to start from a whole environment (a test world, one captured before escaping):
+    ///
+    /// ```swift
+    /// let captured = AppEnvironment.current
+    /// DispatchQueue.global().async {
+    ///     AppEnvironment.withEnvironment(captured) { work() }
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - environment: The scope's base environment.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withEnvironment<R, E: Error>(
+        _ environment: Environment<App>,
+        operation: () throws(E) -> R
+    ) throws(E) -> R {
+        let link = makeScope(environment)
+        let outcome = Scopes.innermost.withValue(link) { () -> Result<R, E> in
+            do throws(E) {
+                return .success(try operation())
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Runs the asynchronous `operation` with a changed environment, for the calling task and
+    /// the child tasks it starts (`async let`, task groups, `Task {}`) only.
+    ///
+    /// See ``withEnvironment(_:operation:)-(_,()->R)`` for what a scope is.
+    ///
+    /// ```swift
+    /// @Test func showsTheUsersName() async throws {
+    ///     try await AppEnvironment.withEnvironment({ $0.services = .mock }) {
+    ///         AppEnvironment.login(user: .ada, token: AccessToken("t"))
+    ///         #expect(try await ProfileModel().load().title == "Ada")
+    ///     }
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - change: Changes the copy that the scope starts from.
+    ///   - isolation: The actor to run `operation` on; the caller's, by default.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withEnvironment<R, E: Error>(
+        _ change: (inout Environment<App>) -> Void,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        var environment = current
+        change(&environment)
+        return try await withEnvironment(environment, isolation: isolation, operation: operation)
+    }
+
+    /// Runs the asynchronous `operation` with `environment` as the base of a scope of its own,
+    /// for the calling task and the child tasks it starts only.
+    ///
+    /// - Parameters:
+    ///   - environment: The scope's base environment.
+    ///   - isolation: The actor to run `operation` on; the caller's, by default.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withEnvironment<R, E: Error>(
+        _ environment: Environment<App>,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        let link = makeScope(environment)
+        let outcome = await Scopes.innermost.withValue(
+            link,
+            operation: { () async -> Result<R, E> in
+                do throws(E) {
+                    return .success(try await operation())
+                } catch {
+                    return .failure(error)
+                }
+            },
+            isolation: isolation
+        )
+        return try outcome.get()
+    }
+
+    /// Builds the task-local link for a new scope of this stack, based on `environment`.
+    private func makeScope(_ environment: Environment<App>) -> ScopeLink {
+        ScopeLink(
+            stackID: id,
+            state: StackState(base: environment, liveScopes: liveScopes),
+            next: Scopes.innermost.get()
+        )
+    }
+}

@@ -1,0 +1,71 @@
+extension EnvironmentStack {
+    /// Pushes `environment` on top of the stack.
+    ///
+    /// ```swift
+    /// AppEnvironment.push(Environment(services: .mock, config: .test))
+    /// defer { AppEnvironment.pop() }
+    /// ```
+    /// - Parameter environment: The new current environment.
+    /// - Complexity: Amortized O(1).
+    public func push(_ environment: Environment<App>) {
+        activeState.update(.push, pushing: true) { _ in environment }
+    }
+
+    /// Pushes a changed copy of the current environment.
+    ///
+    /// ```swift
+    /// AppEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
+    /// ```
+    ///
+    /// The change is atomic: it is applied to the top as it is when the push commits. If another
+    /// writer changes the stack while `change` runs, `change` runs again on the newer top, so
+    /// keep it free of side effects.
+    ///
+    /// - Parameter change: Changes the copy that becomes the new top.
+    /// - Throws: Whatever `change` throws; nothing is pushed then.
+    public func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+        try activeState.update(.push, pushing: true) { (top) throws(E) in
+            var copy = top
+            try change(&copy)
+            return copy
+        }
+    }
+
+    /// Removes the top environment and returns it.
+    ///
+    /// The base is never popped: on a stack (or scope) with only its base left, `pop()` returns
+    /// `nil` and changes nothing.
+    ///
+    /// - Returns: The removed environment, or `nil` when only the base is left.
+    @discardableResult
+    public func pop() -> Environment<App>? {
+        activeState.pop()
+    }
+
+    /// Replaces the top environment with `environment`.
+    ///
+    /// On a stack with only its base, this replaces the base.
+    /// - Parameter environment: The new current environment.
+    public func replaceCurrent(_ environment: Environment<App>) {
+        activeState.update(.replace) { _ in environment }
+    }
+
+    /// Replaces the top environment with a changed copy of it, atomically.
+    ///
+    /// ```swift
+    /// AppEnvironment.replaceCurrent { $0.timeZone = TimeZone(identifier: "Europe/Berlin")! }
+    /// ```
+    ///
+    /// If another writer changes the stack while `change` runs, `change` runs again on the newer
+    /// top, so keep it free of side effects.
+    ///
+    /// - Parameter change: Changes the copy that replaces the top.
+    /// - Throws: Whatever `change` throws; nothing changes then.
+    public func replaceCurrent<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+        try activeState.update(.replace) { (top) throws(E) in
+            var copy = top
+            try change(&copy)
+            return copy
+        }
+    }
+}

@@ -1,0 +1,44 @@
+public import _HabitatShims
+
+/// A heap-allocated 64-bit counter updated with atomic instructions.
+///
+/// NB: the address must not move while other threads use it, so it lives in its own
+/// allocation rather than in a Swift stored property.
+@usableFromInline
+final class AtomicCounter: @unchecked Sendable {
+    // Safe: the storage is only read and written through the atomic builtins in
+    // `_HabitatShims`, and the pointer itself never changes.
+    @usableFromInline let storage: UnsafeMutablePointer<UInt64>
+
+    @usableFromInline
+    init(_ value: UInt64 = 0) {
+        storage = .allocate(capacity: 1)
+        storage.initialize(to: value)
+    }
+
+    deinit { storage.deallocate() }
+
+    @inlinable
+    func load() -> UInt64 { habitat_atomic_load_acquire_u64(storage) }
+
+    @inlinable
+    func store(_ value: UInt64) { habitat_atomic_store_release_u64(storage, value) }
+
+    /// Adds `delta` and returns the new value.
+    @inlinable @discardableResult
+    func add(_ delta: UInt64) -> UInt64 { habitat_atomic_fetch_add_u64(storage, delta) &+ delta }
+
+    /// Subtracts `delta` and returns the new value.
+    @inlinable @discardableResult
+    func subtract(_ delta: UInt64) -> UInt64 { habitat_atomic_fetch_add_u64(storage, 0 &- delta) &- delta }
+}
+
+/// Hands out stamps that are unique across every stack and scope in the process.
+///
+/// A stamp identifies one published top frame. A reader that cached the frame for stamp `s`
+/// knows its cache is still current exactly when the state's stamp still reads `s`.
+@usableFromInline
+let stampSource = AtomicCounter(0)
+
+@usableFromInline
+func nextStamp() -> UInt64 { stampSource.add(1) }

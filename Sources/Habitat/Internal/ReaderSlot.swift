@@ -1,0 +1,83 @@
+#if canImport(Darwin)
+public import Darwin
+#elseif canImport(Glibc)
+public import Glibc
+#elseif canImport(Musl)
+public import Musl
+#endif
+
+/// One thread's strong reference to the last frame it read, tagged with that frame's stamp.
+///
+/// NB: this is what makes reading `current` cost a few nanoseconds on any number of threads.
+/// A reader compares the state's stamp with its own slot's; when they match it reads the frame
+/// it already holds, so the hot path writes no shared memory: no lock, and no retain on an
+/// object other threads are retaining too. Only when the stamp moved does it take the state's
+/// lock once to pick up the new top.
+///
+/// `borrows` counts reads in progress on this thread. A read yields a borrowed environment
+/// while the caller uses it; if that caller reads again after the stack changed, the slot
+/// must not release the frame still being borrowed, so it parks it in `retired` until the
+/// outermost read ends.
+@usableFromInline
+struct ReaderSlot {
+    @usableFromInline var stamp: UInt64 = 0
+    @usableFromInline var frame: UnsafeMutableRawPointer?
+    @usableFromInline var borrows: Int = 0
+    @usableFromInline var retired: [Unmanaged<AnyObject>] = []
+
+    @usableFromInline init() {}
+
+    /// Makes `frame` (stamped `stamp`) this thread's cached frame, keeping the previous one
+    /// alive while a read is in progress.
+    @usableFromInline
+    mutating func replace(with frame: AnyObject, stamp: UInt64) {
+        let previous = self.frame
+        self.frame = Unmanaged.passRetained(frame).toOpaque()
+        self.stamp = stamp
+        if let previous {
+            let old = Unmanaged<AnyObject>.fromOpaque(previous)
+            if borrows > 0 { retired.append(old) } else { old.release() }
+        }
+    }
+
+    /// Releases the frames parked while reads were in progress.
+    @usableFromInline
+    mutating func drainRetired() {
+        let parked = retired
+        retired = []
+        for frame in parked { frame.release() }
+    }
+}
+
+@usableFromInline
+let readerSlotKey: pthread_key_t = {
+    var key = pthread_key_t()
+    let status = pthread_key_create(&key) { raw in
+        // Runs when a thread exits: drop the frames it held.
+        guard let raw else { return }
+        let slot = raw.assumingMemoryBound(to: ReaderSlot.self)
+        if let frame = slot.pointee.frame { Unmanaged<AnyObject>.fromOpaque(frame).release() }
+        slot.pointee.drainRetired()
+        slot.deinitialize(count: 1)
+        slot.deallocate()
+    }
+    precondition(status == 0, "pthread_key_create failed with \(status)")
+    return key
+}()
+
+/// The calling thread's reader slot, created on first use.
+@inlinable
+func currentReaderSlot() -> UnsafeMutablePointer<ReaderSlot> {
+    if let raw = pthread_getspecific(readerSlotKey) {
+        return raw.assumingMemoryBound(to: ReaderSlot.self)
+    }
+    return makeReaderSlot()
+}
+
+@usableFromInline
+func makeReaderSlot() -> UnsafeMutablePointer<ReaderSlot> {
+    let slot = UnsafeMutablePointer<ReaderSlot>.allocate(capacity: 1)
+    slot.initialize(to: ReaderSlot())
+    pthread_setspecific(readerSlotKey, slot)
+    return slot
+}

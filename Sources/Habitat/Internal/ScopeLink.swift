@@ -1,0 +1,24 @@
+/// The scopes the current task is in, innermost first, one link per `withEnvironment` call.
+///
+/// NB: a task-local can't be generic, so links hold their stack's state type-erased and are
+/// matched by the stack's process-unique `id`.
+@usableFromInline
+final class ScopeLink: Sendable {
+    @usableFromInline let stackID: UInt64
+    @usableFromInline let state: any AnyObject & Sendable
+    @usableFromInline let next: ScopeLink?
+
+    @usableFromInline
+    init(stackID: UInt64, state: any AnyObject & Sendable, next: ScopeLink?) {
+        self.stackID = stackID
+        self.state = state
+        self.next = next
+    }
+}
+
+@usableFromInline
+enum Scopes {
+    /// The innermost scope of the current task (inherited by its child tasks).
+    @usableFromInline
+    static let innermost = TaskLocal<ScopeLink?>(wrappedValue: nil)
+}

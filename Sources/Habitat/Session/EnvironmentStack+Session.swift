@@ -1,0 +1,78 @@
+extension EnvironmentStack {
+    /// Signs `user` in, replacing the current environment in one atomic step.
+    ///
+    /// The new session is ``AuthState/authenticated``. Services that conform to
+    /// ``SessionDependent`` receive the token in the same step. Logging in while another user is
+    /// logged in switches users; the change's `old` environment shows who was signed in before.
+    ///
+    /// ```swift
+    /// AppEnvironment.login(user: account, token: AccessToken("s3cr3t"))
+    /// ```
+    /// - Parameters:
+    ///   - user: The user who signed in.
+    ///   - token: The user's credential.
+    public func login(user: App.User, token: AccessToken) {
+        activeState.update(.login) { $0.loggingIn(user: user, token: token) }
+    }
+
+    /// Signs the current user out, replacing the current environment in one atomic step.
+    ///
+    /// ``SessionDependent`` services are told the token is gone. Logging out while nobody is
+    /// logged in changes nothing and publishes no change.
+    ///
+    /// - Returns: The session that ended, or `nil` when nobody was logged in.
+    @discardableResult
+    public func logout() -> Session<App.User>? {
+        let result = activeState.update(.logout) { top in
+            top.session == nil ? nil : top.loggingOut()
+        }
+        return result?.old.session
+    }
+
+    /// Replaces the signed-in user's data, keeping the token and the auth state.
+    ///
+    /// - Parameter user: The updated user.
+    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
+    ///   is unchanged then.
+    public func updateCurrentUser(_ user: App.User) throws(SessionError) {
+        try activeState.update(.userUpdated) { (top) throws(SessionError) in
+            try top.updatingCurrentUser(user)
+        }
+    }
+
+    /// Changes the signed-in user's data in place, atomically.
+    ///
+    /// ```swift
+    /// try AppEnvironment.updateCurrentUser { $0.displayName = "Ada" }
+    /// ```
+    /// - Parameter change: Changes a copy of the current user.
+    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
+    ///   is unchanged then.
+    public func updateCurrentUser(_ change: (inout App.User) -> Void) throws(SessionError) {
+        try activeState.update(.userUpdated) { (top) throws(SessionError) in
+            guard var user = top.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
+            change(&user)
+            return try top.updatingCurrentUser(user)
+        }
+    }
+
+    /// Replaces the configuration.
+    /// - Parameter config: The new configuration.
+    public func updateConfig(_ config: App.Config) {
+        activeState.update(.configUpdated) { $0.with(\.config, config) }
+    }
+
+    /// Changes the configuration in place, atomically.
+    ///
+    /// ```swift
+    /// AppEnvironment.updateConfig { $0.features.insert("new-onboarding") }
+    /// ```
+    /// - Parameter change: Changes a copy of the current configuration.
+    public func updateConfig(_ change: (inout App.Config) -> Void) {
+        activeState.update(.configUpdated) { $0.over(\.config) { config in
+            var copy = config
+            change(&copy)
+            return copy
+        } }
+    }
+}

@@ -1,0 +1,15 @@
+/// Why a session transition could not happen.
+///
+/// When one of these is thrown, the stack is exactly as it was before the call.
+public enum SessionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The operation needs a signed-in user and nobody is logged in.
+    case notLoggedIn(operation: String)
+
+    /// A message that names the failed operation.
+    public var description: String {
+        switch self {
+        case .notLoggedIn(let operation):
+            "\(operation) needs a signed-in user, but nobody is logged in"
+        }
+    }
+}

@@ -1,0 +1,32 @@
+// Atomics and a thread-local slot for Habitat's read path.
+//
+// NB: Habitat supports systems older than the `Synchronization` module (macOS 15, iOS 18), so
+// the few atomic operations the stack needs are the compiler's own builtins, which the thread
+// sanitizer understands. Everything here is `static inline`, so it compiles into the caller.
+#ifndef HABITAT_SHIMS_H
+#define HABITAT_SHIMS_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+static inline uint64_t habitat_atomic_load_acquire_u64(const uint64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void habitat_atomic_store_release_u64(uint64_t *p, uint64_t v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t habitat_atomic_fetch_add_u64(uint64_t *p, uint64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+
+static inline int64_t habitat_atomic_load_relaxed_i64(const int64_t *p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static inline int64_t habitat_atomic_fetch_add_i64(int64_t *p, int64_t v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
+
+#endif

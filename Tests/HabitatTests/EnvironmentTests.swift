@@ -1,0 +1,106 @@
+import Foundation
+import Habitat
+import Testing
+
+@Suite struct EnvironmentTests {
+    @Test func defaultsAreLiveAndLoggedOut() {
+        let env = Environment<TestApp>(services: TestServices(), config: TestConfig())
+        #expect(env.session == nil)
+        #expect(env.currentUser == nil)
+        #expect(!env.isLoggedIn)
+        #expect(abs(env.now().timeIntervalSinceNow) < 60)
+        #expect(env.uuid() != env.uuid())
+    }
+
+    @Test func worldValuesAreOverridable() {
+        let ids = [UUID(), UUID()]
+        let env = makeEnvironment()
+            .with(\.uuid, { ids[0] })
+            .with(\.calendar, Calendar(identifier: .iso8601))
+        #expect(env.now() == fixedDate)
+        #expect(env.uuid() == ids[0])
+        #expect(env.locale.identifier == "en_US_POSIX")
+        #expect(env.timeZone.secondsFromGMT() == 0)
+        #expect(env.calendar.identifier == .iso8601)
+    }
+
+    @Test func withSetsOneFieldAndLeavesTheOriginal() {
+        let env = makeEnvironment()
+        let german = env.with(\.locale, Locale(identifier: "de_DE"))
+        #expect(german.locale.identifier == "de_DE")
+        #expect(env.locale.identifier == "en_US_POSIX")
+        #expect(german.config == env.config)
+    }
+
+    @Test func overTransformsOneField() {
+        let env = makeEnvironment().over(\.config.timeout) { $0 * 2 }
+        #expect(env.config.timeout == 60)
+    }
+
+    @Test func overRethrowsTypedErrors() {
+        struct Boom: Error, Equatable {}
+        #expect(throws: Boom.self) {
+            _ = try makeEnvironment().over(\.config.timeout) { (_) throws(Boom) -> Int in throw Boom() }
+        }
+    }
+
+    @Test func valueTransitions() throws {
+        let env = makeEnvironment()
+        let inside = env.loggingIn(user: .ada, token: AccessToken("abc"))
+        #expect(inside.currentUser == .ada)
+        #expect(inside.session?.state == .authenticated)
+        #expect(inside.services.authorization == "Bearer abc")
+        let renamed = try inside.updatingCurrentUser(TestUser(id: 1, name: "Ada L."))
+        #expect(renamed.currentUser?.name == "Ada L.")
+        #expect(renamed.session?.token.secret == "abc")
+        let outside = renamed.loggingOut()
+        #expect(outside.session == nil)
+        #expect(outside.services.authorization == nil)
+        #expect(throws: SessionError.notLoggedIn(operation: "updateCurrentUser")) {
+            try outside.updatingCurrentUser(.ada)
+        }
+    }
+
+    @Test func sessionErrorNamesTheOperation() {
+        let error = SessionError.notLoggedIn(operation: "updateCurrentUser")
+        #expect(error.description == "updateCurrentUser needs a signed-in user, but nobody is logged in")
+    }
+}
+
+@Suite struct AccessTokenTests {
+    let secret = "tok-7f3a9c-SECRET"
+
+    @Test func expiry() {
+        let now = Date(timeIntervalSince1970: 1000)
+        #expect(!AccessToken(secret).isExpired(at: now))
+        #expect(!AccessToken(secret, expiresAt: now.addingTimeInterval(1)).isExpired(at: now))
+        #expect(AccessToken(secret, expiresAt: now).isExpired(at: now))
+        #expect(AccessToken(secret, expiresAt: now.addingTimeInterval(-1)).isExpired(at: now))
+        let session = Session(user: TestUser.ada, token: AccessToken(secret, expiresAt: now))
+        #expect(session.isExpired(at: now))
+    }
+
+    @Test func secretIsReadableOnPurpose() {
+        #expect(AccessToken(secret).secret == secret)
+    }
+
+    @Test(arguments: [Date?.none, Date(timeIntervalSince1970: 0)])
+    func noDescriptionShowsTheSecret(expiry: Date?) {
+        let token = AccessToken(secret, expiresAt: expiry)
+        var dumped = ""
+        dump(token, to: &dumped)
+        let env = makeEnvironment().loggingIn(user: .ada, token: token)
+        var dumpedEnvironment = ""
+        dump(env, to: &dumpedEnvironment)
+        let renderings = [
+            token.description, token.debugDescription, "\(token)", String(reflecting: token), dumped,
+            String(describing: env), String(reflecting: env), String(describing: env.session), dumpedEnvironment,
+            String(describing: Mirror(reflecting: token).children.map { "\($0.label ?? ""): \($0.value)" }),
+        ]
+        for rendering in renderings {
+            #expect(!rendering.contains(secret), "leaked in: \(rendering)")
+        }
+        #expect(token.description.contains("<redacted>"))
+        #expect(dumped.contains("<redacted>"))
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Habitat
+
+struct TestUser: Codable, Sendable, Hashable, Updatable {
+    var id: Int
+    var name: String
+}
+
+struct TestConfig: Codable, Sendable, Hashable, Updatable {
+    var timeout: Int = 30
+    var features: Set<String> = []
+}
+
+/// Services that remember the token login handed them, like an API client signing requests.
+struct TestServices: Sendable, SessionDependent {
+    var label: String = "live"
+    /// Kept as an `AccessToken`, not a string, so printing the services can't leak it.
+    var token: AccessToken?
+    var tokenChanges = 0
+
+    var authorization: String? { token.map { "Bearer \($0.secret)" } }
+
+    mutating func sessionTokenChanged(to token: AccessToken?) {
+        self.token = token
+        tokenChanges += 1
+    }
+}
+
+enum TestApp: EnvironmentSchema {
+    typealias Services = TestServices
+    typealias User = TestUser
+    typealias Config = TestConfig
+}
+
+typealias TestEnvironment = Environment<TestApp>
+
+let fixedDate = Date(timeIntervalSince1970: 1_800_000_000)
+
+func makeEnvironment(_ label: String = "live") -> TestEnvironment {
+    Environment(
+        services: TestServices(label: label),
+        config: TestConfig(),
+        now: { fixedDate },
+        locale: Locale(identifier: "en_US_POSIX"),
+        timeZone: TimeZone(secondsFromGMT: 0)!
+    )
+}
+
+func makeStack(_ label: String = "live") -> EnvironmentStack<TestApp> {
+    EnvironmentStack(makeEnvironment(label))
+}
+
+extension TestUser {
+    static let ada = TestUser(id: 1, name: "Ada")
+    static let grace = TestUser(id: 2, name: "Grace")
+}
+
+/// Collects a stream's elements until `count` arrived.
+func collect<Element>(_ count: Int, from stream: AsyncStream<Element>) async -> [Element] {
+    var result: [Element] = []
+    for await element in stream {
+        result.append(element)
+        if result.count == count { break }
+    }
+    return result
+}
