@@ -7,6 +7,7 @@ extension EnvironmentStack {
     /// ```
     /// - Parameter environment: The new current environment.
     /// - Complexity: Amortized O(1).
+    @inlinable
     public func push(_ environment: Environment<App>) {
         activeState.update(.push, pushing: true) { _ in environment }
     }
@@ -23,6 +24,7 @@ extension EnvironmentStack {
     ///
     /// - Parameter change: Changes the copy that becomes the new top.
     /// - Throws: Whatever `change` throws; nothing is pushed then.
+    @inlinable
     public func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
         try activeState.update(.push, pushing: true) { (top) throws(E) in
             var copy = top
@@ -37,15 +39,16 @@ extension EnvironmentStack {
     /// `nil` and changes nothing.
     ///
     /// - Returns: The removed environment, or `nil` when only the base is left.
-    @discardableResult
+    @inlinable @discardableResult
     public func pop() -> Environment<App>? {
-        activeState.pop()
+        activeState.pop()?.environment
     }
 
     /// Replaces the top environment with `environment`.
     ///
     /// On a stack with only its base, this replaces the base.
     /// - Parameter environment: The new current environment.
+    @inlinable
     public func replaceCurrent(_ environment: Environment<App>) {
         activeState.update(.replace) { _ in environment }
     }
@@ -61,6 +64,7 @@ extension EnvironmentStack {
     ///
     /// - Parameter change: Changes the copy that replaces the top.
     /// - Throws: Whatever `change` throws; nothing changes then.
+    @inlinable
     public func replaceCurrent<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
         try activeState.update(.replace) { (top) throws(E) in
             var copy = top

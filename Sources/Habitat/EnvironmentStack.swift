@@ -1,3 +1,5 @@
+public import _HabitatShims
+
 /// A stack of environments: the app's world now, with earlier worlds underneath.
 ///
 /// An app keeps one stack in a global `let` (conventionally named `AppEnvironment`) and reads
@@ -23,7 +25,10 @@
 /// own, for the calling task and its child tasks only: ``current`` is the scope's top, and
 /// ``push(_:)``, ``pop()``, ``login(user:token:)``, ``logout()`` and the updates change the
 /// scope's stack, never the global one or another task's. When the scope ends, they are gone.
-public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
+public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable {
+    // Safe: every stored property is immutable. The two raw pointers point into the atomic
+    // counters of `root.stamp` and `liveScopes`, which this object keeps alive, and are only
+    // read with atomic loads. All mutable state lives in `StackState`, behind its lock.
     /// Process-unique, so a task's scopes can name their stack without retaining it.
     @usableFromInline let id: UInt64
     /// The global (unscoped) stack.
@@ -31,6 +36,12 @@ public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
     /// How many scope states of this stack are alive. While it is zero, no task can be in a
     /// scope of this stack, and a read goes straight to `root` without a task-local lookup.
     @usableFromInline let liveScopes = AtomicCounter(0)
+    /// `liveScopes.storage` and `root.stamp.storage`, read directly on the hot path.
+    ///
+    /// NB: reaching them through `self` alone, without touching `root`, keeps the read path
+    /// free of retains of objects that every thread shares.
+    @usableFromInline let liveScopesWord: UnsafeMutablePointer<UInt64>
+    @usableFromInline let rootStampWord: UnsafeMutablePointer<UInt64>
 
     /// Creates a stack whose base is `base`.
     ///
@@ -39,12 +50,14 @@ public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
     public init(_ base: Environment<App>) {
         id = stackIDSource.add(1)
         root = StackState(base: base, liveScopes: nil)
+        liveScopesWord = liveScopes.storage
+        rootStampWord = root.stamp.storage
     }
 
     /// The state the calling task acts on: its innermost scope of this stack, or the root.
     @inlinable
     var activeState: StackState<App> {
-        if _fastPath(liveScopes.load() == 0) { return root }
+        if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) { return root }
         return scopedState() ?? root
     }
 
@@ -72,16 +85,24 @@ public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
     public var current: Environment<App> {
         _read {
             let slot = currentReaderSlot()
-            let frame = activeState.frame(for: slot)
-            slot.pointee.borrows += 1
+            if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) {
+                if _slowPath(slot.pointee.stamp != habitat_atomic_load_acquire_u64(rootStampWord)) {
+                    root.refresh(slot)
+                }
+            } else {
+                _ = (scopedState() ?? root).frame(for: slot)
+            }
+            let frame = Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
+            slot.pointee.borrows &+= 1
             defer {
-                slot.pointee.borrows -= 1
-                if _slowPath(!slot.pointee.retired.isEmpty) && slot.pointee.borrows == 0 {
+                slot.pointee.borrows &-= 1
+                if _slowPath(slot.pointee.hasRetired) && slot.pointee.borrows == 0 {
                     slot.pointee.drainRetired()
                 }
             }
-            // NB: unowned(unsafe) reads the frame without retaining it: the retain count of a
-            // frame every thread reads is the one piece of shared memory a read would write.
+            // NB: unowned(unsafe) reads the frame without retaining it (the slot owns it): the
+            // reference count of a frame every thread reads is the one piece of shared memory a
+            // read would otherwise write.
             unowned(unsafe) let top = frame.takeUnretainedValue()
             yield top.environment
         }
@@ -89,6 +110,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
 
     /// How many environments are on the stack (in the calling task's scope, inside one),
     /// counting the base. A new stack, or a new scope, has depth 1.
+    @inlinable
     public var depth: Int { activeState.depth }
 
     /// A stream of every change made to the stack from now on, in order.
@@ -100,6 +122,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: Sendable {
     /// let changes = AppEnvironment.changes
     /// Task { for await change in changes { log(change.kind, change.new.currentUser) } }
     /// ```
+    @inlinable
     public var changes: AsyncStream<EnvironmentChange<App>> { activeState.changes() }
 }
 

@@ -40,5 +40,5 @@ final class AtomicCounter: @unchecked Sendable {
 @usableFromInline
 let stampSource = AtomicCounter(0)
 
-@usableFromInline
+@inlinable
 func nextStamp() -> UInt64 { stampSource.add(1) }

@@ -1,9 +1,9 @@
 #if canImport(Darwin)
-import Darwin
+public import Darwin
 #elseif canImport(Glibc)
-import Glibc
+public import Glibc
 #elseif canImport(Musl)
-import Musl
+public import Musl
 #endif
 
 /// A mutual-exclusion lock the thread sanitizer understands.
@@ -17,9 +17,9 @@ final class Lock: @unchecked Sendable {
     // Safe: the lock word lives at a fixed heap address for the object's lifetime and is only
     // touched through the platform's lock functions, which are themselves thread-safe.
     #if canImport(Darwin)
-    private let word: UnsafeMutablePointer<os_unfair_lock>
+    @usableFromInline let word: UnsafeMutablePointer<os_unfair_lock>
     #else
-    private let word: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline let word: UnsafeMutablePointer<pthread_mutex_t>
     #endif
 
     @usableFromInline
@@ -43,7 +43,7 @@ final class Lock: @unchecked Sendable {
         word.deallocate()
     }
 
-    @usableFromInline
+    @inlinable
     func lock() {
         #if canImport(Darwin)
         os_unfair_lock_lock(word)
@@ -52,7 +52,7 @@ final class Lock: @unchecked Sendable {
         #endif
     }
 
-    @usableFromInline
+    @inlinable
     func unlock() {
         #if canImport(Darwin)
         os_unfair_lock_unlock(word)
@@ -62,7 +62,7 @@ final class Lock: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    @usableFromInline
+    @inlinable
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         lock()
         defer { unlock() }

@@ -24,6 +24,8 @@ struct ReaderSlot {
     @usableFromInline var frame: UnsafeMutableRawPointer?
     @usableFromInline var borrows: Int = 0
     @usableFromInline var retired: [Unmanaged<AnyObject>] = []
+    /// `!retired.isEmpty`, kept as a plain flag so the hot path tests one byte.
+    @usableFromInline var hasRetired = false
 
     @usableFromInline init() {}
 
@@ -36,7 +38,12 @@ struct ReaderSlot {
         self.stamp = stamp
         if let previous {
             let old = Unmanaged<AnyObject>.fromOpaque(previous)
-            if borrows > 0 { retired.append(old) } else { old.release() }
+            if borrows > 0 {
+                retired.append(old)
+                hasRetired = true
+            } else {
+                old.release()
+            }
         }
     }
 
@@ -45,6 +52,7 @@ struct ReaderSlot {
     mutating func drainRetired() {
         let parked = retired
         retired = []
+        hasRetired = false
         for frame in parked { frame.release() }
     }
 }

@@ -2,37 +2,60 @@
 ///
 /// Writers serialise on `lock`; readers don't take it (see ``ReaderSlot``). Every write builds a
 /// new immutable ``Frame`` and publishes it by storing a fresh stamp.
+///
+/// NB: everything a push, pop or scope runs is `@inlinable`, so the app's module specialises it
+/// for its own `EnvironmentSchema`. Unspecialised, each call would look up generic metadata at
+/// run time, which measured ten times slower than the work itself.
 @usableFromInline
 final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
-    // Safe: `top`, `below`, `sequence`, `subscribers` and `nextSubscriberID` are read and
-    // written only with `lock` held; `stamp` is atomic; the other properties are immutable.
-    // Frames themselves are immutable and Sendable.
-    private let lock = Lock()
-    private var top: Frame<App>
-    private var below: [Frame<App>] = []
-    private var sequence: UInt64 = 0
-    private var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
-    private var nextSubscriberID: UInt64 = 0
+    // Safe: `guarded` is read and written only with `lock` held; `stamp` is atomic; the other
+    // properties are immutable. Frames are immutable and Sendable.
+    @usableFromInline let lock = Lock()
+    /// The mutable state, behind `lock`.
+    ///
+    /// NB: kept in its own allocation rather than as `var` properties, because Swift checks
+    /// exclusive access to a class's `var`s at run time, and on the push/pop path those checks
+    /// cost more than the lock. The lock already makes access exclusive.
+    @usableFromInline let guarded: UnsafeMutablePointer<Guarded>
     /// The stamp of the frame in `top`; changes with every write.
     @usableFromInline let stamp: AtomicCounter
     /// For a scope's state: the owning stack's count of live scopes, decremented on deinit.
-    private let liveScopes: AtomicCounter?
+    @usableFromInline let liveScopes: AtomicCounter?
 
+    @usableFromInline
+    struct Guarded {
+        @usableFromInline var top: Frame<App>
+        @usableFromInline var below: [Frame<App>] = []
+        @usableFromInline var sequence: UInt64 = 0
+        @usableFromInline var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
+        @usableFromInline var nextSubscriberID: UInt64 = 0
+
+        @inlinable
+        init(top: Frame<App>) { self.top = top }
+    }
+
+    @inlinable
     init(base: Environment<App>, liveScopes: AtomicCounter?) {
-        top = Frame(base)
+        guarded = .allocate(capacity: 1)
+        guarded.initialize(to: Guarded(top: Frame(base)))
         stamp = AtomicCounter(nextStamp())
         self.liveScopes = liveScopes
         liveScopes?.add(1)
     }
 
+    @inlinable
     deinit {
+        let subscribers = guarded.pointee.subscribers
+        guarded.deinitialize(count: 1)
+        guarded.deallocate()
         for continuation in subscribers.values { continuation.finish() }
         liveScopes?.subtract(1)
     }
 
     // MARK: Reading
 
-    /// The top frame, through the calling thread's cache. Unretained: the slot owns it.
+    /// Makes the calling thread's slot hold this state's top frame, and returns it unretained:
+    /// the slot owns it.
     @inlinable
     func frame(for slot: UnsafeMutablePointer<ReaderSlot>) -> Unmanaged<Frame<App>> {
         if _slowPath(slot.pointee.stamp != stamp.load()) {
@@ -41,19 +64,20 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         return Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
     }
 
-    @usableFromInline
+    @inlinable
     func refresh(_ slot: UnsafeMutablePointer<ReaderSlot>) {
-        let (frame, stamp) = lock.withLock { (top, self.stamp.load()) }
-        slot.pointee.replace(with: frame, stamp: stamp)
+        lock.lock()
+        let top = guarded.pointee.top
+        let stamp = self.stamp.load()
+        lock.unlock()
+        slot.pointee.replace(with: top, stamp: stamp)
     }
 
-    /// The top frame and its stamp, as one consistent pair.
-    private func snapshot() -> (frame: Frame<App>, stamp: UInt64) {
-        lock.withLock { (top, stamp.load()) }
-    }
-
+    @inlinable
     var depth: Int {
-        lock.withLock { below.count + 1 }
+        lock.lock()
+        defer { lock.unlock() }
+        return guarded.pointee.below.count + 1
     }
 
     // MARK: Writing
@@ -63,73 +87,93 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
     /// `transform` runs without the lock held, so it may read the stack; if another writer
     /// committed meanwhile, it runs again on the newer top. Returning `nil` commits nothing.
     ///
-    /// - Returns: The environments before and after, or `nil` when nothing was committed.
-    @discardableResult
+    /// - Returns: The frame that was on top before, or `nil` when nothing was committed.
+    @inlinable @discardableResult
     func update<E: Error>(
-        _ kind: EnvironmentChange<App>.Kind,
+        _ kind: EnvironmentChangeKind,
         pushing: Bool = false,
         _ transform: (Environment<App>) throws(E) -> Environment<App>?
-    ) throws(E) -> (old: Environment<App>, new: Environment<App>)? {
+    ) throws(E) -> Frame<App>? {
         while true {
-            let (current, expected) = snapshot()
+            // The current top without the lock, through this thread's slot; retained, because
+            // `transform` may read the stack and move the slot on.
+            let slot = currentReaderSlot()
+            let current = frame(for: slot).takeUnretainedValue()
+            let expected = slot.pointee.stamp
             guard let new = try transform(current.environment) else { return nil }
             let frame = Frame(new)
-            let committed = lock.withLock { () -> Bool in
-                guard stamp.load() == expected else { return false }
-                if pushing { below.append(top) }
-                top = frame
-                publish(kind, old: current.environment, new: new)
-                return true
+            lock.lock()
+            guard stamp.load() == expected else {
+                lock.unlock()
+                continue
             }
-            if committed { return (current.environment, new) }
+            if pushing { guarded.pointee.below.append(guarded.pointee.top) }
+            guarded.pointee.top = frame
+            publish(kind, old: current, new: frame)
+            lock.unlock()
+            return current
         }
     }
 
     /// Removes the top frame unless it is the base.
-    func pop() -> Environment<App>? {
-        let popped: Frame<App>? = lock.withLock {
-            guard let newTop = below.popLast() else { return nil }
-            let old = top
-            top = newTop
-            publish(.pop, old: old.environment, new: newTop.environment)
-            return old
+    @inlinable
+    func pop() -> Frame<App>? {
+        lock.lock()
+        guard let newTop = guarded.pointee.below.popLast() else {
+            lock.unlock()
+            return nil
         }
-        // NB: the popped frame is released here, after the lock, so that an environment whose
+        let old = guarded.pointee.top
+        guarded.pointee.top = newTop
+        publish(.pop, old: old, new: newTop)
+        lock.unlock()
+        // NB: the caller releases the popped frame after the lock, so an environment whose
         // services do work in `deinit` can't deadlock on the stack.
-        return popped?.environment
+        return old
     }
 
     /// Stamps the new top and tells subscribers. Call with `lock` held.
-    private func publish(_ kind: EnvironmentChange<App>.Kind, old: Environment<App>, new: Environment<App>) {
+    @inlinable
+    func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>) {
         stamp.store(nextStamp())
-        sequence += 1
-        guard !subscribers.isEmpty else { return }
-        let change = EnvironmentChange(kind: kind, old: old, new: new, depth: below.count + 1, sequence: sequence)
-        for continuation in subscribers.values {
+        guarded.pointee.sequence &+= 1
+        guard _slowPath(!guarded.pointee.subscribers.isEmpty) else { return }
+        let change = EnvironmentChange(
+            kind: kind,
+            old: old.environment,
+            new: new.environment,
+            depth: guarded.pointee.below.count + 1,
+            sequence: guarded.pointee.sequence
+        )
+        for continuation in guarded.pointee.subscribers.values {
             continuation.yield(change)
         }
     }
 
     // MARK: Observing
 
+    @inlinable
     func changes() -> AsyncStream<EnvironmentChange<App>> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: EnvironmentChange<App>.self,
             bufferingPolicy: .unbounded
         )
-        let id = lock.withLock { () -> UInt64 in
-            nextSubscriberID += 1
-            subscribers[nextSubscriberID] = continuation
-            return nextSubscriberID
-        }
+        lock.lock()
+        guarded.pointee.nextSubscriberID += 1
+        let id = guarded.pointee.nextSubscriberID
+        guarded.pointee.subscribers[id] = continuation
+        lock.unlock()
         continuation.onTermination = { [weak self] _ in
             self?.removeSubscriber(id)
         }
         return stream
     }
 
-    private func removeSubscriber(_ id: UInt64) {
-        let removed = lock.withLock { subscribers.removeValue(forKey: id) }
+    @inlinable
+    func removeSubscriber(_ id: UInt64) {
+        lock.lock()
+        let removed = guarded.pointee.subscribers.removeValue(forKey: id)
+        lock.unlock()
         _ = removed  // released outside the lock
     }
 }

@@ -8,6 +8,7 @@ extension Environment {
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
     /// - Returns: A copy with the new session.
+    @inlinable
     public func loggingIn(user: App.User, token: AccessToken) -> Self {
         var copy = self
         copy.session = Session(user: user, token: token, state: .authenticated)
@@ -19,6 +20,7 @@ extension Environment {
     ///
     /// ``SessionDependent`` services are told the token is gone.
     /// - Returns: A copy without a session.
+    @inlinable
     public func loggingOut() -> Self {
         var copy = self
         copy.session = nil
@@ -32,6 +34,7 @@ extension Environment {
     /// - Parameter user: The updated user.
     /// - Returns: A copy with the new user.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in.
+    @inlinable
     public func updatingCurrentUser(_ user: App.User) throws(SessionError) -> Self {
         guard var session else { throw .notLoggedIn(operation: "updateCurrentUser") }
         session.user = user

@@ -11,6 +11,7 @@ extension EnvironmentStack {
     /// - Parameters:
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
+    @inlinable
     public func login(user: App.User, token: AccessToken) {
         activeState.update(.login) { $0.loggingIn(user: user, token: token) }
     }
@@ -21,12 +22,12 @@ extension EnvironmentStack {
     /// logged in changes nothing and publishes no change.
     ///
     /// - Returns: The session that ended, or `nil` when nobody was logged in.
-    @discardableResult
+    @inlinable @discardableResult
     public func logout() -> Session<App.User>? {
         let result = activeState.update(.logout) { top in
             top.session == nil ? nil : top.loggingOut()
         }
-        return result?.old.session
+        return result?.environment.session
     }
 
     /// Replaces the signed-in user's data, keeping the token and the auth state.
@@ -34,6 +35,7 @@ extension EnvironmentStack {
     /// - Parameter user: The updated user.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
     ///   is unchanged then.
+    @inlinable
     public func updateCurrentUser(_ user: App.User) throws(SessionError) {
         try activeState.update(.userUpdated) { (top) throws(SessionError) in
             try top.updatingCurrentUser(user)
@@ -48,6 +50,7 @@ extension EnvironmentStack {
     /// - Parameter change: Changes a copy of the current user.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
     ///   is unchanged then.
+    @inlinable
     public func updateCurrentUser(_ change: (inout App.User) -> Void) throws(SessionError) {
         try activeState.update(.userUpdated) { (top) throws(SessionError) in
             guard var user = top.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
@@ -58,6 +61,7 @@ extension EnvironmentStack {
 
     /// Replaces the configuration.
     /// - Parameter config: The new configuration.
+    @inlinable
     public func updateConfig(_ config: App.Config) {
         activeState.update(.configUpdated) { $0.with(\.config, config) }
     }
@@ -68,6 +72,7 @@ extension EnvironmentStack {
     /// AppEnvironment.updateConfig { $0.features.insert("new-onboarding") }
     /// ```
     /// - Parameter change: Changes a copy of the current configuration.
+    @inlinable
     public func updateConfig(_ change: (inout App.Config) -> Void) {
         activeState.update(.configUpdated) { $0.over(\.config) { config in
             var copy = config

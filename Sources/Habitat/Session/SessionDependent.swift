@@ -23,6 +23,7 @@ public protocol SessionDependent {
 
 extension Environment {
     /// Hands `token` to the services when they are ``SessionDependent``.
+    @inlinable
     mutating func applySessionToken(_ token: AccessToken?) {
         guard var dependent = services as? any SessionDependent else { return }
         dependent.sessionTokenChanged(to: token)
