@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "Habitat", targets: ["Habitat"]),
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
+        .executable(name: "habitat-demo", targets: ["SessionDemo"]),
         .executable(name: "habitat-tour", targets: ["HabitatTour"]),
     ],
     dependencies: [],
@@ -19,8 +20,12 @@ let package = Package(
         .target(name: "HabitatOperators", dependencies: ["Habitat"]),
 
         .executableTarget(name: "HabitatTour", dependencies: ["Habitat"], path: "Examples/HabitatTour"),
+        .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
+        .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat"]),
+        .executableTarget(name: "HabitatStoreWorker", dependencies: ["Habitat"], path: "Tests/HabitatStoreWorker"),
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatStoreWorker"]),
+        .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
     ],
     swiftLanguageModes: [.v6]

@@ -64,6 +64,10 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     public static let userUpdated = Self("userUpdated")
     /// The configuration changed.
     public static let configUpdated = Self("configUpdated")
+    /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:)``).
+    public static let restore = Self("restore")
+    /// A restored session was refreshed (see ``EnvironmentStack/refreshSession(using:)``).
+    public static let refresh = Self("refresh")
 
     /// The kind's name.
     public var description: String { name }

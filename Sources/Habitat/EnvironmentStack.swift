@@ -36,6 +36,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// How many scope states of this stack are alive. While it is zero, no task can be in a
     /// scope of this stack, and a read goes straight to `root` without a task-local lookup.
     @usableFromInline let liveScopes = AtomicCounter(0)
+    /// Where to save after session and configuration changes, if anywhere.
+    @usableFromInline let autosave = Autosave<App>()
     /// `liveScopes.storage` and `root.stamp.storage`, read directly on the hot path.
     ///
     /// NB: reaching them through `self` alone, without touching `root`, keeps the read path

@@ -73,6 +73,13 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         slot.pointee.replace(with: top, stamp: stamp)
     }
 
+    /// The top environment, copied.
+    var topEnvironment: Environment<App> {
+        lock.lock()
+        defer { lock.unlock() }
+        return guarded.pointee.top.environment
+    }
+
     @inlinable
     var depth: Int {
         lock.lock()

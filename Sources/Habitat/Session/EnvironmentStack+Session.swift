@@ -14,6 +14,7 @@ extension EnvironmentStack {
     @inlinable
     public func login(user: App.User, token: AccessToken) {
         activeState.update(.login) { $0.loggingIn(user: user, token: token) }
+        didTransition()
     }
 
     /// Signs the current user out, replacing the current environment in one atomic step.
@@ -27,6 +28,7 @@ extension EnvironmentStack {
         let result = activeState.update(.logout) { top in
             top.session == nil ? nil : top.loggingOut()
         }
+        if result != nil { didTransition() }
         return result?.environment.session
     }
 
@@ -40,6 +42,7 @@ extension EnvironmentStack {
         try activeState.update(.userUpdated) { (top) throws(SessionError) in
             try top.updatingCurrentUser(user)
         }
+        didTransition()
     }
 
     /// Changes the signed-in user's data in place, atomically.
@@ -57,6 +60,7 @@ extension EnvironmentStack {
             change(&user)
             return try top.updatingCurrentUser(user)
         }
+        didTransition()
     }
 
     /// Replaces the configuration.
@@ -64,6 +68,7 @@ extension EnvironmentStack {
     @inlinable
     public func updateConfig(_ config: App.Config) {
         activeState.update(.configUpdated) { $0.with(\.config, config) }
+        didTransition()
     }
 
     /// Changes the configuration in place, atomically.
@@ -79,5 +84,6 @@ extension EnvironmentStack {
             change(&copy)
             return copy
         } }
+        didTransition()
     }
 }

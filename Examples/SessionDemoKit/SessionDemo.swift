@@ -1,0 +1,164 @@
+// The logic of `habitat-demo`, a library so the tests can run it in-process as well as end to end.
+
+public import Foundation
+public import Habitat
+
+// MARK: The demo app's world
+
+/// The signed-in user of the demo app.
+public struct DemoUser: Codable, Sendable, Equatable {
+    public var name: String
+}
+
+/// The demo app's configuration.
+public struct DemoConfig: Codable, Sendable, Equatable {
+    public var launches = 0
+}
+
+/// A pretend API: it "logs in" by making up a token, and signs requests with the session's.
+public struct FakeAPI: Sendable {
+    public var token: AccessToken?
+
+    /// Asks the pretend server for a token for `name`.
+    public func logIn(name: String, now: Date) -> AccessToken {
+        let secret = "demo-" + (0..<16).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
+        return AccessToken(secret, expiresAt: now.addingTimeInterval(3600))
+    }
+}
+
+public struct DemoServices: Sendable, SessionDependent {
+    public var api = FakeAPI()
+    public mutating func sessionTokenChanged(to token: AccessToken?) { api.token = token }
+}
+
+public enum DemoApp: EnvironmentSchema {
+    public typealias Services = DemoServices
+    public typealias User = DemoUser
+    public typealias Config = DemoConfig
+}
+
+// MARK: The command line
+
+/// `habitat-demo [--store DIR] login NAME [--token TOKEN] | status | logout`; without a
+/// command, a walkthrough of all three in a temporary directory.
+public enum SessionDemo {
+    /// What a run printed and how it ended.
+    public struct Result: Sendable {
+        public var status: Int32
+        public var output: String
+        public var errors: String
+
+        public init(status: Int32, output: String, errors: String) {
+            self.status = status
+            self.output = output
+            self.errors = errors
+        }
+    }
+
+    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout)"
+
+    /// Runs the demo with `arguments` (without the program name).
+    /// - Parameters:
+    ///   - arguments: The command line.
+    ///   - environment: The process environment, for the default data directory.
+    /// - Returns: The exit status and what was printed.
+    public static func run(_ arguments: [String], environment: [String: String]) -> Result {
+        var result = Result(status: 0, output: "", errors: "")
+        var rest = arguments
+        var storeDirectory: URL?
+        if let index = rest.firstIndex(of: "--store") {
+            guard index + 1 < rest.count else { return usageError() }
+            storeDirectory = URL(fileURLWithPath: rest[index + 1])
+            rest.removeSubrange(index...index + 1)
+        }
+        guard let command = rest.first else {
+            return walkthrough(environment: environment)
+        }
+        let directory = storeDirectory ?? defaultDirectory(environment)
+        do {
+            let stack = EnvironmentStack<DemoApp>(Environment(services: DemoServices(), config: DemoConfig()))
+            let sessions = try sessionStore(in: directory)
+            try stack.restore(from: sessions)
+            switch command {
+            case "login":
+                var loginArguments = Array(rest.dropFirst())
+                var token: AccessToken?
+                if let index = loginArguments.firstIndex(of: "--token") {
+                    guard index + 1 < loginArguments.count else { return usageError() }
+                    token = AccessToken(loginArguments[index + 1], expiresAt: stack.current.now().addingTimeInterval(3600))
+                    loginArguments.removeSubrange(index...index + 1)
+                }
+                guard loginArguments.count == 1, let name = loginArguments.first else { return usageError() }
+                let now = stack.current.now()
+                stack.login(user: DemoUser(name: name), token: token ?? stack.current.services.api.logIn(name: name, now: now))
+                stack.updateConfig { $0.launches += 1 }
+                try stack.save(to: sessions)
+                result.output += "logged in as \(name)\n"
+            case "status":
+                guard rest.count == 1 else { return usageError() }
+                if let session = stack.current.session {
+                    let expired = session.isExpired(at: stack.current.now()) ? ", expired" : ""
+                    result.output += "logged in as \(session.user.name) (\(session.state == .restored ? "restored" : "authenticated")\(expired))\n"
+                } else {
+                    result.output += "logged out\n"
+                }
+            case "logout":
+                guard rest.count == 1 else { return usageError() }
+                stack.logout()
+                try stack.save(to: sessions)
+                result.output += "logged out\n"
+            default:
+                return usageError()
+            }
+        } catch {
+            result.status = 1
+            result.errors += "habitat-demo: \(error)\n"
+        }
+        return result
+    }
+
+    /// The session store the demo keeps in `directory`: `session.json` and `secrets/`.
+    public static func sessionStore(in directory: URL) throws(StoreError) -> SessionStore<DemoApp> {
+        SessionStore(
+            store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
+            secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+        )
+    }
+
+    /// The per-user data directory: `$XDG_DATA_HOME/habitat-demo` or
+    /// `~/.local/share/habitat-demo` on Linux, Application Support on Apple platforms.
+    public static func defaultDirectory(_ environment: [String: String]) -> URL {
+        #if canImport(Darwin)
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
+        #else
+        let base: URL
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty {
+            base = URL(fileURLWithPath: xdg)
+        } else {
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            base = URL(fileURLWithPath: home).appendingPathComponent(".local/share")
+        }
+        #endif
+        return base.appendingPathComponent("habitat-demo")
+    }
+
+    private static func usageError() -> Result {
+        Result(status: 2, output: "", errors: usage + "\n")
+    }
+
+    /// login, status, logout and status again, each as a fresh launch, in a temporary store.
+    private static func walkthrough(environment: [String: String]) -> Result {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("habitat-demo-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var result = Result(status: 0, output: "A walkthrough in \(directory.path); each step is a fresh launch.\n", errors: "")
+        for step in [["login", "Ada"], ["status"], ["logout"], ["status"]] {
+            let run = run(["--store", directory.path] + step, environment: environment)
+            result.output += "$ habitat-demo --store DIR \(step.joined(separator: " "))\n" + run.output
+            result.errors += run.errors
+            if run.status != 0 { result.status = run.status; break }
+        }
+        result.output += "\nTry it yourself: swift run habitat-demo login NAME, then status, then logout.\n"
+        return result
+    }
+}

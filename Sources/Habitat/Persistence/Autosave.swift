@@ -1,0 +1,67 @@
+/// Where an ``EnvironmentStack`` saves itself after each session or configuration change, once
+/// ``EnvironmentStack/enableAutosave(to:onError:)`` was called.
+@usableFromInline
+final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
+    // Safe: `target` is read and written only with `lock` held, and saves run under it too, so
+    // they happen one at a time and each writes the state as it is when it runs.
+    private let lock = Lock()
+    private var target: (sessions: SessionStore<App>, onError: @Sendable (SnapshotError) -> Void)?
+
+    init() {}
+
+    func enable(_ sessions: SessionStore<App>, onError: @escaping @Sendable (SnapshotError) -> Void) {
+        lock.withLock { target = (sessions, onError) }
+    }
+
+    func disable() {
+        lock.withLock { target = nil }
+    }
+
+    /// Saves `environment()` if autosave is on, reporting a failure to the error handler.
+    func save(_ environment: () -> Environment<App>) {
+        lock.withLock {
+            guard let target else { return }
+            do throws(SnapshotError) {
+                try target.sessions.save(environment())
+            } catch {
+                target.onError(error)
+            }
+        }
+    }
+}
+
+extension EnvironmentStack {
+    /// Saves the session and configuration to `sessions` after every ``login(user:token:)``,
+    /// ``logout()``, user or configuration update, and session refresh on the global stack.
+    ///
+    /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
+    /// made inside a ``withEnvironment(_:operation:)-(_,()->R)`` scope are never saved either.
+    /// Each save writes the stack's current state, so saves that race end with the latest.
+    ///
+    /// ```swift
+    /// AppEnvironment.enableAutosave(to: sessions) { error in
+    ///     logger.error("could not save the session: \(error)")
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - sessions: Where to save.
+    ///   - onError: Called with the error when a save fails; ignores it by default.
+    public func enableAutosave(
+        to sessions: SessionStore<App>,
+        onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
+    ) {
+        autosave.enable(sessions, onError: onError)
+    }
+
+    /// Stops saving after changes.
+    public func disableAutosave() {
+        autosave.disable()
+    }
+
+    /// Called after a session or configuration transition committed.
+    @usableFromInline
+    func didTransition() {
+        guard scopedState() == nil else { return }
+        autosave.save { root.topEnvironment }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+extension EnvironmentStack {
+    /// Saves the current environment's session and configuration to `sessions`.
+    ///
+    /// - Parameter sessions: Where to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
+    public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
+        try sessions.save(current)
+    }
+
+    /// Restores a saved session and configuration into the current environment.
+    ///
+    /// The restored session is ``AuthState/restored`` until ``refreshSession(using:)`` confirms
+    /// it; ``SessionDependent`` services receive its token. When nothing was saved, the stack
+    /// is unchanged. When the saved app was logged out, the configuration is restored and
+    /// nobody is logged in. Observers see one change of kind ``EnvironmentChangeKind/restore``.
+    ///
+    /// ```swift
+    /// if let snapshot = try AppEnvironment.restore(from: sessions),
+    ///    let session = snapshot.session, session.isExpired(at: Date()) {
+    ///     // show the login screen, or refresh first
+    /// }
+    /// ```
+    ///
+    /// - Parameter sessions: Where to restore from.
+    /// - Returns: What was restored, or `nil` when nothing was saved.
+    /// - Throws: ``SnapshotError``; the stack and the stored data are unchanged then.
+    @discardableResult
+    public func restore(from sessions: SessionStore<App>) throws(SnapshotError) -> SessionSnapshot<App>? {
+        guard let snapshot = try sessions.load() else { return nil }
+        activeState.update(.restore) { top in
+            var restored = top
+            restored.config = snapshot.config
+            restored.session = snapshot.session
+            restored.applySessionToken(snapshot.session?.token)
+            return restored
+        }
+        return snapshot
+    }
+
+    /// Confirms the current session with the server, or ends it.
+    ///
+    /// `refresh` receives the current session (typically ``AuthState/restored`` after a launch)
+    /// and returns a new token, optionally with fresh user data, or says the session is gone.
+    /// The stack then becomes ``AuthState/authenticated`` with the new token, or logs out. If
+    /// the session changed while `refresh` ran (the user logged out or someone else logged
+    /// in), the result is dropped and ``SessionRefreshOutcome/superseded`` returned.
+    ///
+    /// ```swift
+    /// let outcome = try await AppEnvironment.refreshSession { session in
+    ///     switch try await api.refresh(session.token) {
+    ///     case .ok(let token, let user): .refreshed(token: token, user: user)
+    ///     case .revoked: .ended
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameter refresh: Asks the server about the session.
+    /// - Returns: What happened.
+    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    public func refreshSession(
+        using refresh: (Session<App.User>) async throws -> SessionRefresh<App.User>
+    ) async rethrows -> SessionRefreshOutcome {
+        guard let session = current.session else { return .notLoggedIn }
+        let expired = session.isExpired(at: current.now())
+        let answer = try await refresh(session)
+        var outcome = SessionRefreshOutcome.superseded
+        switch answer {
+        case .refreshed(let token, let user):
+            activeState.update(.refresh) { top in
+                guard top.session?.token == session.token else { return nil }
+                var refreshed = top
+                refreshed.session = Session(user: user ?? session.user, token: token, state: .authenticated)
+                refreshed.applySessionToken(token)
+                outcome = .refreshed
+                return refreshed
+            }
+        case .ended:
+            activeState.update(.logout) { top in
+                guard top.session?.token == session.token else { return nil }
+                outcome = .ended(expired: expired)
+                return top.loggingOut()
+            }
+        }
+        if outcome != .superseded { didTransition() }
+        return outcome
+    }
+}
+
+/// What an app's refresh call found out about a session.
+public enum SessionRefresh<User: Sendable>: Sendable {
+    /// The server accepted the session and issued `token`; `user` carries fresh user data, or
+    /// `nil` to keep the user as it was.
+    case refreshed(token: AccessToken, user: User? = nil)
+    /// The server no longer accepts the session: log out.
+    case ended
+}
+
+/// What ``EnvironmentStack/refreshSession(using:)`` did.
+public enum SessionRefreshOutcome: Sendable, Hashable {
+    /// The session is ``AuthState/authenticated`` with the new token.
+    case refreshed
+    /// The session was gone and the stack logged out; `expired` tells whether the token had
+    /// expired by the environment's clock before the refresh.
+    case ended(expired: Bool)
+    /// Nobody was logged in; nothing was asked.
+    case notLoggedIn
+    /// The session changed while the refresh ran; its result was dropped.
+    case superseded
+}

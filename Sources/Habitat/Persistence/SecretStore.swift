@@ -1,0 +1,94 @@
+public import Foundation
+
+/// Where an app keeps secrets, such as an access token, apart from its plain data.
+///
+/// Habitat writes the session's token only through a secret store, never into a
+/// ``KeyValueStore``. It ships ``FileSecretStore`` (the default on Linux: owner-only files in an
+/// owner-only directory) and ``InMemorySecretStore``. On Apple platforms, conform a small
+/// Keychain adapter; see <doc:PersistenceAndSessions>.
+public protocol SecretStore: Sendable {
+    /// The secret stored under `key`, or `nil` when there is none.
+    /// - Parameter key: The secret's name.
+    /// - Throws: ``StoreError`` when the secret can't be read.
+    func secret(forKey key: String) throws(StoreError) -> Data?
+
+    /// Stores `secret` under `key`, or deletes it when `secret` is `nil`.
+    /// - Parameters:
+    ///   - secret: The secret, or `nil` to delete it.
+    ///   - key: The secret's name.
+    /// - Throws: ``StoreError`` when the secret can't be written; nothing changed then.
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError)
+}
+
+/// A ``SecretStore`` that keeps each secret in its own owner-only file (`0600`) inside an
+/// owner-only directory (`0700`), written atomically.
+///
+/// ```swift
+/// let secrets = try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets"))
+/// ```
+///
+/// Deleting a secret unlinks its file. Error messages name the file, never the secret.
+public final class FileSecretStore: SecretStore, @unchecked Sendable {
+    // Safe: every property is immutable, and `lock` serialises this process's file access.
+
+    /// The directory that holds one file per secret.
+    public let directory: URL
+    private let lock = Lock()
+
+    /// Opens the secret directory, creating it owner-only when missing.
+    /// - Parameter directory: Where the secret files live.
+    /// - Throws: ``StoreError/unwritable(path:reason:)`` when the directory can't be created.
+    public init(directory: URL) throws(StoreError) {
+        self.directory = directory.standardizedFileURL
+        try FileSystem.ensureDirectory(self.directory, create: true)
+    }
+
+    /// The file that holds the secret named `key`.
+    /// - Parameter key: The secret's name.
+    /// - Returns: The file's URL; the name is `key` with anything but letters, digits, `.`, `-`
+    ///   and `_` percent-encoded.
+    public func fileURL(forKey key: String) -> URL {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        var name = key.addingPercentEncoding(withAllowedCharacters: allowed) ?? "secret"
+        if name.hasPrefix(".") { name = "%2E" + name.dropFirst() }
+        return directory.appendingPathComponent(name)
+    }
+
+    public func secret(forKey key: String) throws(StoreError) -> Data? {
+        try lock.withLock { () throws(StoreError) in try FileSystem.read(fileURL(forKey: key).path) }
+    }
+
+    public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        let path = fileURL(forKey: key).path
+        try lock.withLock { () throws(StoreError) in
+            if let secret {
+                try FileSystem.writeAtomically(secret, to: path)
+            } else {
+                try FileSystem.remove(path)
+            }
+        }
+    }
+}
+
+/// A ``SecretStore`` in memory, for tests and previews.
+public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
+    // Safe: `secrets` is read and written only with `lock` held.
+    private let lock = Lock()
+    private var secrets: [String: Data] = [:]
+
+    /// Creates an empty secret store.
+    public init() {}
+
+    public func secret(forKey key: String) throws(StoreError) -> Data? {
+        lock.withLock { secrets[key] }
+    }
+
+    public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        lock.withLock { secrets[key] = secret }
+    }
+
+    /// The names of the secrets held, for assertions.
+    public var keys: [String] {
+        lock.withLock { Array(secrets.keys) }
+    }
+}

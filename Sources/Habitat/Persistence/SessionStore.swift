@@ -1,0 +1,263 @@
+public import Foundation
+
+/// Saves the session part of an environment (user, auth state, token expiry, configuration)
+/// as a versioned snapshot, with the token kept apart in a ``SecretStore``.
+///
+/// ```swift
+/// let sessions = SessionStore<MyApp>(
+///     store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
+///     secrets: try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets")),
+///     version: 2,
+///     migrations: [SnapshotMigration(from: 1) { try renameField(in: $0) }]
+/// )
+/// try AppEnvironment.restore(from: sessions)       // at launch
+/// AppEnvironment.enableAutosave(to: sessions)       // from then on
+/// ```
+///
+/// The snapshot is JSON under ``key`` in the plain store; the token's secret is under
+/// `"\(key).token"` in the secret store and nowhere else.
+public struct SessionStore<App: EnvironmentSchema>: Sendable {
+    /// Where the snapshot goes.
+    public let store: any KeyValueStore
+    /// Where the token goes.
+    public let secrets: any SecretStore
+    /// The snapshot's key in ``store``; the token's key in ``secrets`` is `"\(key).token"`.
+    public let key: String
+    /// The snapshot version this app writes, and the newest it reads.
+    public let version: Int
+    private let migrations: [Int: SnapshotMigration]
+
+    /// Creates a session store.
+    /// - Parameters:
+    ///   - store: Where the snapshot goes.
+    ///   - secrets: Where the token goes.
+    ///   - key: The snapshot's key; `"habitat.session"` by default.
+    ///   - version: The snapshot version this app writes; 1 by default. Raise it when `User` or
+    ///     `Config` change shape, and register a migration from the previous version.
+    ///   - migrations: Migrations that move older snapshots forward, one version at a time.
+    public init(
+        store: any KeyValueStore,
+        secrets: any SecretStore,
+        key: String = "habitat.session",
+        version: Int = 1,
+        migrations: [SnapshotMigration] = []
+    ) {
+        self.store = store
+        self.secrets = secrets
+        self.key = key
+        self.version = version
+        self.migrations = Dictionary(migrations.map { ($0.from, $0) }, uniquingKeysWith: { _, last in last })
+    }
+
+    /// The token's key in ``secrets``.
+    public var tokenKey: String { key + ".token" }
+
+    // MARK: Saving
+
+    /// Saves the session and configuration of `environment`.
+    ///
+    /// When logged in, the token is written to the secret store first and the snapshot second;
+    /// when logged out, the token is deleted first and the snapshot written second. A crash
+    /// between the two leaves a state that ``load()`` reads as the old session or as logged
+    /// out, and never leaves the token of a logged-out user on disk. The token never goes into
+    /// the plain store.
+    ///
+    /// - Parameter environment: The environment whose session and config to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func save(_ environment: Environment<App>) throws(SnapshotError) {
+        let envelope = Envelope(
+            version: version,
+            payload: Payload(
+                session: environment.session.map {
+                    SavedSession(user: $0.user, state: $0.state, tokenExpiresAt: $0.token.expiresAt)
+                },
+                config: environment.config,
+                savedAt: environment.now()
+            )
+        )
+        let data: Data
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            encoder.dateEncodingStrategy = .secondsSince1970
+            data = try encoder.encode(envelope)
+        } catch {
+            throw .store(.encodingFailed(key: key, reason: describe(error)))
+        }
+        do {
+            if let session = environment.session {
+                try secrets.setSecret(Data(session.token.secret.utf8), forKey: tokenKey)
+                try store.setData(data, forKey: key)
+            } else {
+                try secrets.setSecret(nil, forKey: tokenKey)
+                try store.setData(data, forKey: key)
+            }
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    /// Deletes the snapshot and the token.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func clear() throws(SnapshotError) {
+        do {
+            try secrets.setSecret(nil, forKey: tokenKey)
+            try store.removeValue(forKey: key)
+        } catch {
+            throw .store(error)
+        }
+    }
+
+    // MARK: Loading
+
+    /// Reads the saved snapshot, migrating it forward when it is older than ``version``.
+    ///
+    /// A restored session's state is ``AuthState/restored``. A snapshot whose user has no
+    /// token in the secret store (the token was deleted, or the secret store was reset) loads
+    /// as logged out.
+    ///
+    /// - Returns: The snapshot, or `nil` when none was saved.
+    /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
+    public func load() throws(SnapshotError) -> SessionSnapshot<App>? {
+        let stored: Data?
+        do {
+            stored = try store.data(forKey: key)
+        } catch {
+            throw .store(error)
+        }
+        guard let stored else { return nil }
+        let payload = try decodePayload(stored)
+        var session: Session<App.User>?
+        if let saved = payload.session {
+            let secret: Data?
+            do {
+                secret = try secrets.secret(forKey: tokenKey)
+            } catch {
+                throw .store(error)
+            }
+            if let secret, let value = String(data: secret, encoding: .utf8), !value.isEmpty {
+                session = Session(
+                    user: saved.user,
+                    token: AccessToken(value, expiresAt: saved.tokenExpiresAt),
+                    state: .restored
+                )
+            }
+        }
+        return SessionSnapshot(session: session, config: payload.config, savedAt: payload.savedAt)
+    }
+
+    private func decodePayload(_ data: Data) throws(SnapshotError) -> Payload {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        let found: Int
+        do {
+            found = try decoder.decode(VersionProbe.self, from: data).version
+        } catch {
+            throw .invalidSnapshot(key: key, reason: describe(error))
+        }
+        guard found <= version else {
+            throw .unsupportedVersion(key: key, found: found, newest: version)
+        }
+        guard found >= 1 else { throw .invalidSnapshot(key: key, reason: "invalid version \(found)") }
+        var current = data
+        for from in found..<version {
+            guard let migration = migrations[from] else { throw .missingMigration(key: key, from: from) }
+            do {
+                current = try migration.migrate(current)
+            } catch {
+                throw .migrationFailed(key: key, from: from, reason: describe(error))
+            }
+        }
+        do {
+            return try decoder.decode(AnyVersionEnvelope.self, from: current).payload
+        } catch {
+            throw .invalidSnapshot(key: key, reason: describe(error))
+        }
+    }
+
+    // MARK: The format
+
+    private struct VersionProbe: Decodable { var version: Int }
+
+    /// What is written: `{"version": N, "payload": {...}}`.
+    private struct Envelope: Encodable {
+        var version: Int
+        var payload: Payload
+    }
+
+    /// What is read once the version is known and migrated: migrations may leave the version
+    /// field as it was, so it is not checked again.
+    private struct AnyVersionEnvelope: Decodable {
+        var payload: Payload
+    }
+
+    private struct Payload: Codable {
+        var session: SavedSession?
+        var config: App.Config
+        var savedAt: Date?
+    }
+
+    private struct SavedSession: Codable {
+        var user: App.User
+        var state: AuthState
+        var tokenExpiresAt: Date?
+    }
+}
+
+/// A saved session and configuration, as loaded by ``SessionStore/load()``.
+public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
+    /// The saved session with its token, in state ``AuthState/restored``; `nil` when the app
+    /// was logged out (or the token is gone).
+    public var session: Session<App.User>?
+    /// The saved configuration.
+    public var config: App.Config
+    /// When the snapshot was saved, by the saving environment's clock.
+    public var savedAt: Date?
+
+    /// Creates a snapshot.
+    /// - Parameters:
+    ///   - session: The restored session, if any.
+    ///   - config: The configuration.
+    ///   - savedAt: When it was saved.
+    public init(session: Session<App.User>?, config: App.Config, savedAt: Date?) {
+        self.session = session
+        self.config = config
+        self.savedAt = savedAt
+    }
+}
+
+/// Moves a snapshot from one version to the next.
+///
+/// A migration receives the whole snapshot document as JSON (`{"version": N, "payload":
+/// {"session": {"user": ..., ...}, "config": ...}}`) and returns the document for version
+/// `from + 1`. Habitat chains migrations to reach the current version.
+///
+/// ```swift
+/// // Version 2 renamed the user's "fullName" to "name".
+/// let renameFullName = SnapshotMigration(from: 1) { data in
+///     var document = try JSONSerialization.jsonObject(with: data) as! [String: Any]
+///     var payload = document["payload"] as! [String: Any]
+///     if var session = payload["session"] as? [String: Any], var user = session["user"] as? [String: Any] {
+///         user["name"] = user.removeValue(forKey: "fullName")
+///         session["user"] = user
+///         payload["session"] = session
+///     }
+///     document["payload"] = payload
+///     return try JSONSerialization.data(withJSONObject: document)
+/// }
+/// ```
+public struct SnapshotMigration: Sendable {
+    /// The version this migration reads; it produces version `from + 1`.
+    public let from: Int
+    /// Transforms the snapshot document.
+    public let migrate: @Sendable (Data) throws -> Data
+
+    /// Creates a migration.
+    /// - Parameters:
+    ///   - from: The version it reads.
+    ///   - migrate: Returns the document for the next version.
+    public init(from: Int, migrate: @escaping @Sendable (Data) throws -> Data) {
+        self.from = from
+        self.migrate = migrate
+    }
+}

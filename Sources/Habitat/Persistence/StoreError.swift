@@ -1,0 +1,43 @@
+/// Why a store could not read or write.
+///
+/// Every case names the file or key involved, and none ever carries a stored value: a store
+/// error is safe to log even when the store holds secrets.
+public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file is not a store document (not JSON, or not this store's format). It was moved
+    /// aside to `movedTo` and the store now starts empty; nothing was overwritten.
+    case corrupted(path: String, movedTo: String, reason: String)
+    /// The file exists but could not be read (permissions, I/O error).
+    case unreadable(path: String, reason: String)
+    /// The file or its directory could not be written (read-only, missing, full disk).
+    /// The store's contents are as they were before the write.
+    case unwritable(path: String, reason: String)
+    /// The directory the store should live in does not exist, and the store was told not to
+    /// create it.
+    case missingDirectory(path: String)
+    /// A value could not be encoded for `key`.
+    case encodingFailed(key: String, reason: String)
+    /// The value stored under `key` could not be decoded as the requested type.
+    case decodingFailed(key: String, reason: String)
+    /// A failure injected by a test double, named by the test.
+    case injected(String)
+
+    /// A one-line message that names the file or key.
+    public var description: String {
+        switch self {
+        case .corrupted(let path, let movedTo, let reason):
+            "\(path) is corrupted (\(reason)); the bad copy was kept at \(movedTo)"
+        case .unreadable(let path, let reason):
+            "cannot read \(path): \(reason)"
+        case .unwritable(let path, let reason):
+            "cannot write \(path): \(reason)"
+        case .missingDirectory(let path):
+            "the directory \(path) does not exist"
+        case .encodingFailed(let key, let reason):
+            "cannot encode the value for key '\(key)': \(reason)"
+        case .decodingFailed(let key, let reason):
+            "cannot decode the value for key '\(key)': \(reason)"
+        case .injected(let message):
+            "injected failure: \(message)"
+        }
+    }
+}

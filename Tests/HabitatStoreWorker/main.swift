@@ -1,0 +1,59 @@
+// A child process for the persistence tests: it writes stores in a loop so a test can kill it
+// at random moments, or write keys while another process does the same.
+//
+//     habitat-store-worker save-loop DIR
+//     habitat-store-worker write-keys FILE PREFIX COUNT
+
+import Foundation
+import Habitat
+
+// The same shapes as the tests' fixtures, so the tests can decode what this writes.
+struct TestUser: Codable, Sendable { var id: Int; var name: String }
+struct TestConfig: Codable, Sendable { var timeout: Int; var features: Set<String> }
+struct NoServices: Sendable {}
+enum WorkerApp: EnvironmentSchema {
+    typealias Services = NoServices
+    typealias User = TestUser
+    typealias Config = TestConfig
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("habitat-store-worker: \(message)\n".utf8))
+    exit(2)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "save-loop":
+        guard arguments.count == 2 else { fail("usage: save-loop DIR") }
+        let directory = URL(fileURLWithPath: arguments[1])
+        let sessions = SessionStore<WorkerApp>(
+            store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
+            secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+        )
+        // A config big enough that each write takes a while, so kills land mid-write.
+        let features = Set((0..<400).map { "feature-\($0)-\(String(repeating: "x", count: 40))" })
+        var round = 0
+        while true {
+            round += 1
+            let env = Environment<WorkerApp>(
+                services: NoServices(),
+                config: TestConfig(timeout: round, features: features),
+                session: Session(user: TestUser(id: round, name: "user \(round)"), token: AccessToken("token-\(round)"))
+            )
+            try sessions.save(env)
+            if round == 1 { FileHandle.standardOutput.write(Data("ready\n".utf8)) }
+        }
+    case "write-keys":
+        guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: write-keys FILE PREFIX COUNT") }
+        let store = try JSONFileStore(url: URL(fileURLWithPath: arguments[1]))
+        for index in 0..<count {
+            try store.setData(Data("\(index)".utf8), forKey: "\(arguments[2])-\(index)")
+        }
+    default:
+        fail("unknown command \(arguments.first ?? "(none)")")
+    }
+} catch {
+    fail("\(error)")
+}

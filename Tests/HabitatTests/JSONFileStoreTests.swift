@@ -1,0 +1,235 @@
+import Foundation
+import Habitat
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@Suite struct JSONFileStoreTests {
+    @Test func writesAReadableOwnerOnlyDocument() throws {
+        let directory = try TemporaryDirectory()
+        let nested = directory.url.appendingPathComponent("a/b")
+        let store = try JSONFileStore(url: nested.appendingPathComponent("store.json"))
+        try store.set(7, for: .launches)
+        #expect(try permissions(nested.path) == 0o700)
+        #expect(try permissions(nested.appendingPathComponent("store.json").path) == 0o600)
+        let text = try String(contentsOf: nested.appendingPathComponent("store.json"), encoding: .utf8)
+        #expect(text.contains("\"format\" : \"habitat.kv\""))
+        #expect(text.contains("\"launches\""))
+        // A second store on the same file sees the value: it lives on disk, not in memory.
+        #expect(try JSONFileStore(url: nested.appendingPathComponent("store.json"))[.launches] == 7)
+    }
+
+    @Test(arguments: [
+        ("not JSON", "{ this is not json"),
+        ("truncated", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":\"x"),
+        ("another format", "{\"format\":\"something-else\",\"version\":1,\"entries\":{}}"),
+        ("wrong types", "{\"format\":\"habitat.kv\",\"version\":\"one\",\"entries\":{}}"),
+        ("bad base64", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{},\"binary\":{\"a\":\"%%%\"}}"),
+        ("text and binary", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":\"x\"},\"binary\":{\"a\":\"AA==\"}}"),
+        ("entry not a string", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":{\"utf8\":\"x\"}}}"),
+        ("no entries", "{\"format\":\"habitat.kv\",\"version\":1}"),
+        ("an array", "[1,2,3]"),
+        ("empty file", ""),
+    ])
+    func aCorruptFileIsMovedAsideAndNamed(_ name: String, contents: String) throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("store.json")
+        try Data(contents.utf8).write(to: file)
+        let store = try JSONFileStore(url: file)
+
+        var caught: StoreError?
+        do { _ = try store.data(forKey: "a") } catch { caught = error }
+        guard case .corrupted(let path, let movedTo, _) = caught else {
+            Issue.record("expected .corrupted, got \(String(describing: caught))")
+            return
+        }
+        #expect(path == file.path)
+        #expect(movedTo.hasPrefix(file.path + ".corrupt-"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: movedTo)) == Data(contents.utf8), "the bad copy is kept as it was")
+        #expect(caught?.description.contains(movedTo) == true)
+
+        // The caller may carry on: the store starts empty, and never overwrites the bad copy.
+        #expect(try store.keys().isEmpty)
+        try store.set(1, for: .launches)
+        #expect(try store[.launches] == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: movedTo)) == Data(contents.utf8))
+    }
+
+    @Test func aNewerFormatIsRefusedAndLeftUntouched() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("store.json")
+        let newer = Data("{\"format\":\"habitat.kv\",\"version\":2,\"entries\":{}}".utf8)
+        try newer.write(to: file)
+        let store = try JSONFileStore(url: file)
+        #expect {
+            try store.set(1, for: .launches)
+        } throws: { error in
+            guard case .unreadable(let path, let reason) = error as? StoreError else { return false }
+            return path == file.path && reason.contains("format 2")
+        }
+        #expect(try Data(contentsOf: file) == newer)
+        #expect(try directory.allFiles().count == 1 + 1, "only the file and its lock; nothing moved aside")
+    }
+
+    @Test func aMissingDirectoryIsATypedError() throws {
+        let directory = try TemporaryDirectory()
+        let missing = directory.url.appendingPathComponent("nope")
+        #expect(throws: StoreError.missingDirectory(path: missing.path)) {
+            try JSONFileStore(url: missing.appendingPathComponent("store.json"), createDirectory: false)
+        }
+    }
+
+    @Test func aDirectoryThatIsAFileIsATypedError() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("plain")
+        try Data("x".utf8).write(to: file)
+        #expect {
+            try JSONFileStore(url: file.appendingPathComponent("store.json"))
+        } throws: { error in
+            guard case .unwritable(let path, _) = error as? StoreError else { return false }
+            return path == file.path
+        }
+    }
+
+    @Test func aReadOnlyDirectoryRefusesWritesAndKeepsTheLastGoodState() throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.url.appendingPathComponent("ro")
+        let file = folder.appendingPathComponent("store.json")
+        let store = try JSONFileStore(url: file)
+        try store.set(1, for: .launches)
+        let before = try Data(contentsOf: file)
+
+        try withReadOnlyDirectory(folder) { () throws in
+            #expect {
+                try store.set(2, for: .launches)
+            } throws: { error in
+                guard case .unwritable(let path, _) = error as? StoreError else { return false }
+                return path.hasPrefix(folder.path)
+            }
+            #expect(try store[.launches] == 1, "reads still work and see the last good state")
+        }
+        #expect(try Data(contentsOf: file) == before)
+        #expect(try store[.launches] == 1)
+    }
+
+    @Test func aStoreOnAFilesystemNobodyMayWriteFailsWithATypedError() throws {
+        // /sys refuses new files even to root.
+        let url = URL(fileURLWithPath: "/sys/habitat-\(UUID().uuidString).json")
+        guard FileManager.default.fileExists(atPath: "/sys") else { return }
+        let store = try JSONFileStore(url: url, createDirectory: false)
+        #expect(try store.keys().isEmpty)
+        #expect {
+            try store.set(1, for: .launches)
+        } throws: { error in
+            guard case .unwritable(let path, _) = error as? StoreError else { return false }
+            return path.hasPrefix("/sys/")
+        }
+    }
+
+    @Test func twoStoresOnOneFileKeepEachOthersKeys() async throws {
+        let directory = try TemporaryDirectory()
+        let first = try JSONFileStore(url: directory.file("store.json"))
+        let second = try JSONFileStore(url: directory.file("store.json"))
+        await withTaskGroup(of: Void.self) { group in
+            for (name, store) in [("a", first), ("b", second)] {
+                group.addTask {
+                    for index in 0..<50 { try? store.setData(Data("\(index)".utf8), forKey: "\(name)-\(index)") }
+                }
+            }
+        }
+        let keys = Set(try first.keys())
+        #expect(keys.count == 100)
+        #expect(keys.contains("a-49") && keys.contains("b-49"))
+    }
+
+    @Test func errorsNeverQuoteStoredValues() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("store.json")
+        let secretish = "value-7c1e-should-not-leak"
+        try Data("{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{},\"binary\":{\"a\":\"\(secretish)!\"}}".utf8).write(to: file)
+        do {
+            _ = try JSONFileStore(url: file).keys()
+            Issue.record("expected an error")
+        } catch {
+            #expect(!error.description.contains(secretish))
+        }
+    }
+}
+
+@Suite struct FileSecretStoreTests {
+    @Test func secretsAreOwnerOnlyFilesAndDeletionRemovesThem() throws {
+        let directory = try TemporaryDirectory()
+        let folder = directory.url.appendingPathComponent("secrets")
+        let secrets = try FileSecretStore(directory: folder)
+        try secrets.setSecret(Data("s3cr3t".utf8), forKey: "session/token")
+        let file = secrets.fileURL(forKey: "session/token")
+        #expect(file.deletingLastPathComponent().path == folder.path, "a key can't escape the directory")
+        #expect(try permissions(folder.path) == 0o700)
+        #expect(try permissions(file.path) == 0o600)
+        #expect(try secrets.secret(forKey: "session/token") == Data("s3cr3t".utf8))
+        try secrets.setSecret(nil, forKey: "session/token")
+        #expect(try secrets.secret(forKey: "session/token") == nil)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
+        try secrets.setSecret(nil, forKey: "never-set")  // deleting nothing is fine
+    }
+
+    @Test func keysCannotWalkOutOfTheDirectory() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.url.appendingPathComponent("secrets"))
+        for key in ["../escape", "..", ".", "a/../../b"] {
+            #expect(secrets.fileURL(forKey: key).deletingLastPathComponent().standardizedFileURL.path
+                == secrets.directory.path)
+        }
+    }
+
+    @Test func inMemorySecretsRoundTrip() throws {
+        let secrets = InMemorySecretStore()
+        try secrets.setSecret(Data("x".utf8), forKey: "k")
+        #expect(secrets.keys == ["k"])
+        try secrets.setSecret(nil, forKey: "k")
+        #expect(try secrets.secret(forKey: "k") == nil)
+    }
+}
+
+/// Makes `directory` read-only for the duration of `body`, even for root (via `chattr +i`),
+/// and checks that it really is before running `body`.
+func withReadOnlyDirectory(_ directory: URL, _ body: () throws -> Void) throws {
+    chmod(directory.path, 0o500)
+    var immutable = false
+    if geteuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/chattr") {
+        immutable = run("/usr/bin/chattr", ["+i", directory.path]) == 0
+    }
+    defer {
+        if immutable { _ = run("/usr/bin/chattr", ["-i", directory.path]) }
+        chmod(directory.path, 0o700)
+    }
+    let probe = directory.appendingPathComponent("probe")
+    if FileManager.default.createFile(atPath: probe.path, contents: Data()) {
+        try? FileManager.default.removeItem(at: probe)
+        withKnownIssue("this machine can't make a directory read-only for this user") {
+            Issue.record("the directory stayed writable")
+        }
+        return
+    }
+    try body()
+}
+
+@discardableResult
+func run(_ executable: String, _ arguments: [String]) -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    do {
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    } catch {
+        return -1
+    }
+}

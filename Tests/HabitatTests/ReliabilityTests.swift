@@ -1,0 +1,170 @@
+import Foundation
+import Habitat
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Crashes, concurrent processes and hostile input against the file store and snapshots.
+@Suite struct ReliabilityTests {
+    var worker: URL { productsDirectory().appendingPathComponent("HabitatStoreWorker") }
+
+    /// A child saves in a loop and is killed with SIGKILL at random moments, 100 times; after
+    /// every kill the file decodes to a complete snapshot.
+    @Test func aKilledWriterNeverLeavesATornFile() throws {
+        let directory = try TemporaryDirectory()
+        let sessions = SessionStore<TestApp>(
+            store: try JSONFileStore(url: directory.file("session.json")),
+            secrets: try FileSecretStore(directory: directory.file("secrets"))
+        )
+        var generator = SplitMix(seed: 42)
+        var lastRound = 0
+        for kill in 1...100 {
+            let process = Process()
+            process.executableURL = worker
+            process.arguments = ["save-loop", directory.path]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            // Wait for its first complete save, then let it run a random while.
+            _ = output.fileHandleForReading.readData(ofLength: 6)
+            usleep(UInt32(generator.next() % 20_000))
+            Glibc_kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "kill \(kill)")
+
+            let snapshot = try #require(try sessions.load(), "kill \(kill): no snapshot")
+            let session = try #require(snapshot.session, "kill \(kill): no session")
+            #expect(session.user.id == snapshot.config.timeout, "kill \(kill): user and config from one save")
+            #expect(snapshot.config.features.count == 400, "kill \(kill): the config is complete")
+            #expect(session.user.id >= 1)
+            lastRound = session.user.id
+        }
+        #expect(lastRound > 0)
+        // No temporary files are left behind as live data: only the document, its lock, and
+        // at most the temporaries of the killed writers.
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(names.contains("session.json"))
+        #expect(!names.contains { $0.contains(".corrupt-") }, "nothing was ever judged corrupt")
+    }
+
+    /// Two processes write different keys to one file at once, 1,000 each: no key is lost.
+    @Test func twoProcessesNeverLoseEachOthersKeys() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("shared.json")
+        let writers = try ["left", "right"].map { prefix in
+            let process = Process()
+            process.executableURL = worker
+            process.arguments = ["write-keys", file.path, prefix, "1000"]
+            try process.run()
+            return process
+        }
+        for writer in writers {
+            writer.waitUntilExit()
+            #expect(writer.terminationStatus == 0)
+        }
+        let keys = Set(try JSONFileStore(url: file).keys())
+        #expect(keys.count == 2000)
+        for index in [0, 499, 999] {
+            #expect(keys.contains("left-\(index)"))
+            #expect(keys.contains("right-\(index)"))
+        }
+    }
+
+    /// 10,000 generated and mutated inputs fed to the store's decoder and to snapshot
+    /// decoding: each gives a typed error or a valid value, never a crash or a hang.
+    @Test func fuzzedInputsGiveTypedErrorsOrValues() throws {
+        var generator = SplitMix(seed: 7)
+        let seeds = fuzzSeeds()
+        var outcomes = (values: 0, errors: 0)
+        let directory = try TemporaryDirectory()
+        let file = directory.file("fuzz.json")
+        let store = try JSONFileStore(url: file)
+
+        for round in 0..<10_000 {
+            let input = mutate(seeds[Int(generator.next() % UInt64(seeds.count))], round: round, using: &generator)
+
+            // The snapshot decoder, through an in-memory store.
+            let sessions = SessionStore<TestApp>(
+                store: InMemoryStore(["habitat.session": input]),
+                secrets: InMemorySecretStore()
+            )
+            do {
+                _ = try sessions.load()
+                outcomes.values += 1
+            } catch {
+                outcomes.errors += 1
+            }
+
+            // The file store's decoder, on every tenth input (the file system is the slow part).
+            if round % 10 == 0 {
+                try input.write(to: file)
+                do {
+                    _ = try store.keys()
+                } catch .corrupted(let path, let movedTo, _) {
+                    #expect(path == file.path)
+                    try? FileManager.default.removeItem(atPath: movedTo)
+                } catch .unreadable(let path, _) {
+                    #expect(path == file.path)
+                }
+            }
+        }
+        #expect(outcomes.values + outcomes.errors == 10_000)
+        #expect(outcomes.values > 0, "some inputs are valid snapshots")
+        #expect(outcomes.errors > 0)
+    }
+
+    func fuzzSeeds() -> [Data] {
+        let valid = #"{"version":1,"payload":{"config":{"timeout":30,"features":["a"]},"session":{"user":{"id":1,"name":"Ada"},"state":"restored","tokenExpiresAt":1800000000},"savedAt":1800000000}}"#
+        let store = #"{"format":"habitat.kv","version":1,"entries":{"a":"{\"x\":1}"},"binary":{"b":"AAE="}}"#
+        return [
+            Data(valid.utf8),
+            Data(store.utf8),
+            Data(#"{"version":1,"payload":{"config":{"timeout":1e400,"features":[]}}}"#.utf8),
+            Data(#"{"version":99999999999999999999999,"payload":{}}"#.utf8),
+            Data(String(repeating: "[", count: 100_000).utf8),
+            Data(String(repeating: "{\"a\":", count: 5_000).utf8),
+            Data([0xFF, 0xFE, 0x00, 0xC3, 0x28, 0xED, 0xA0, 0x80]),
+            Data(),
+        ]
+    }
+
+    func mutate(_ seed: Data, round: Int, using generator: inout SplitMix) -> Data {
+        var bytes = [UInt8](seed)
+        switch round % 6 {
+        case 0:
+            return Data(bytes)
+        case 1:  // truncate
+            return Data(bytes.prefix(Int(generator.next() % UInt64(bytes.count + 1))))
+        case 2:  // flip bytes
+            for _ in 0..<(1 + Int(generator.next() % 4)) where !bytes.isEmpty {
+                bytes[Int(generator.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: generator.next())
+            }
+            return Data(bytes)
+        case 3:  // swap a value for a wrong type or a huge number
+            let replacements = ["\"x\"", "null", "[]", "{}", "1e309", "-0", "18446744073709551616", "true"]
+            let text = String(decoding: bytes, as: UTF8.self)
+            let replaced = text.replacingOccurrences(
+                of: ["30", "1", "\"Ada\"", "\"restored\""][Int(generator.next() % 4)],
+                with: replacements[Int(generator.next() % UInt64(replacements.count))]
+            )
+            return Data(replaced.utf8)
+        case 4:  // invalid UTF-8 in the middle
+            let at = bytes.isEmpty ? 0 : Int(generator.next() % UInt64(bytes.count))
+            bytes.insert(contentsOf: [0xC0, 0xAF, 0xFF], at: at)
+            return Data(bytes)
+        default:  // deep nesting around the seed
+            let depth = 1 + Int(generator.next() % 3000)
+            return Data(String(repeating: "[", count: depth).utf8) + Data(bytes) + Data(String(repeating: "]", count: depth).utf8)
+        }
+    }
+}
+
+#if canImport(Glibc)
+private let Glibc_kill = Glibc.kill
+#elseif canImport(Darwin)
+private let Glibc_kill = Darwin.kill
+#endif

@@ -1,0 +1,126 @@
+import Foundation
+import SessionDemoKit
+import Testing
+
+/// `habitat-demo`, end to end: each command a fresh process (or a fresh in-process run), the
+/// session surviving between them through the files in `--store`.
+@Suite struct SessionDemoTests {
+    final class Directory: Sendable {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("habitat-demo-tests-\(UUID().uuidString)")
+        var path: String { url.path }
+        deinit { try? FileManager.default.removeItem(at: url) }
+
+        func filesContaining(_ needle: String) -> [String] {
+            guard let enumerator = FileManager.default.enumerator(at: url, includingPropertiesForKeys: nil) else { return [] }
+            return enumerator.compactMap { item in
+                guard let file = item as? URL, let data = try? Data(contentsOf: file) else { return nil }
+                return data.range(of: Data(needle.utf8)) != nil ? file.lastPathComponent : nil
+            }
+        }
+    }
+
+    var binary: URL {
+        #if os(macOS)
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            return bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("habitat-demo")
+        }
+        #endif
+        return Bundle.main.bundleURL.appendingPathComponent("habitat-demo")
+    }
+
+    /// Runs the real executable.
+    func launch(_ arguments: [String], environment: [String: String]? = nil) throws -> SessionDemo.Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        let err = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return SessionDemo.Result(
+            status: process.terminationStatus,
+            output: String(decoding: out, as: UTF8.self),
+            errors: String(decoding: err, as: UTF8.self)
+        )
+    }
+
+    @Test func loginStatusLogoutAcrossLaunches() throws {
+        let store = Directory()
+        let token = "tok-e2e-4f1c-SECRET"
+
+        let login = try launch(["--store", store.path, "login", "Ada", "--token", token])
+        #expect(login.status == 0)
+        #expect(login.output == "logged in as Ada\n")
+        #expect(store.filesContaining(token) == ["habitat.session.token"], "only the secret file holds the token")
+
+        let status = try launch(["--store", store.path, "status"])
+        #expect(status.output == "logged in as Ada (restored)\n")
+
+        let logout = try launch(["--store", store.path, "logout"])
+        #expect(logout.status == 0)
+        #expect(logout.output == "logged out\n")
+        #expect(store.filesContaining(token).isEmpty, "no file holds the token after logout")
+
+        #expect(try launch(["--store", store.path, "status"]).output == "logged out\n")
+    }
+
+    @Test func loginWithoutATokenGetsOneFromTheFakeAPI() throws {
+        let store = Directory()
+        #expect(SessionDemo.run(["--store", store.path, "login", "Grace"], environment: [:]).output == "logged in as Grace\n")
+        let secrets = try FileManager.default.contentsOfDirectory(atPath: store.url.appendingPathComponent("secrets").path)
+        #expect(secrets == ["habitat.session.token"])
+        #expect(SessionDemo.run(["--store", store.path, "status"], environment: [:]).output == "logged in as Grace (restored)\n")
+    }
+
+    @Test func aCorruptStoreExitsWithOneLineAndKeepsTheBadCopy() throws {
+        let store = Directory()
+        #expect(SessionDemo.run(["--store", store.path, "login", "Ada"], environment: [:]).status == 0)
+        let file = store.url.appendingPathComponent("session.json")
+        try Data("{ not json".utf8).write(to: file)
+
+        let result = try launch(["--store", store.path, "status"])
+        #expect(result.status == 1)
+        #expect(result.output.isEmpty)
+        let lines = result.errors.split(separator: "\n")
+        #expect(lines.count == 1)
+        #expect(result.errors.contains(file.path))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: store.path).filter { $0.hasPrefix("session.json.corrupt-") }
+        #expect(kept.count == 1)
+        #expect(result.errors.contains(kept.first ?? "?"), "the message says where the bad copy is")
+        #expect(try Data(contentsOf: store.url.appendingPathComponent(kept[0])) == Data("{ not json".utf8))
+    }
+
+    @Test func theDefaultDirectoryFollowsXDG() throws {
+        let home = Directory()
+        let xdg = Directory()
+        #expect(SessionDemo.defaultDirectory(["XDG_DATA_HOME": xdg.path, "HOME": home.path]).path
+            == xdg.url.appendingPathComponent("habitat-demo").path)
+        #if !canImport(Darwin)
+        #expect(SessionDemo.defaultDirectory(["HOME": home.path]).path
+            == home.url.appendingPathComponent(".local/share/habitat-demo").path)
+        let result = try launch(["login", "Ada"], environment: ["HOME": home.path, "PATH": "/usr/bin:/bin"])
+        #expect(result.output == "logged in as Ada\n")
+        #expect(FileManager.default.fileExists(atPath: home.url.appendingPathComponent(".local/share/habitat-demo/session.json").path))
+        #endif
+    }
+
+    @Test func theWalkthroughRunsAllThreeCommands() throws {
+        let result = try launch([])
+        #expect(result.status == 0)
+        #expect(result.output.contains("logged in as Ada\n"))
+        #expect(result.output.contains("logged in as Ada (restored)\n"))
+        #expect(result.output.contains("logged out\n"))
+    }
+
+    @Test(arguments: [["login"], ["frobnicate"], ["--store"], ["status", "extra"], ["login", "Ada", "--token"]])
+    func badArgumentsPrintUsage(_ arguments: [String]) {
+        let result = SessionDemo.run(arguments, environment: ["HOME": "/nonexistent"])
+        #expect(result.status == 2)
+        #expect(result.errors == SessionDemo.usage + "\n")
+    }
+}
