@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "Habitat", targets: ["Habitat"]),
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
+        .library(name: "HabitatTesting", targets: ["HabitatTesting"]),
         .executable(name: "habitat-demo", targets: ["SessionDemo"]),
         .executable(name: "habitat-tour", targets: ["HabitatTour"]),
     ],
@@ -18,6 +19,8 @@ let package = Package(
         .target(name: "_HabitatShims"),
         .target(name: "Habitat", dependencies: ["_HabitatShims"]),
         .target(name: "HabitatOperators", dependencies: ["Habitat"]),
+        // Mocks and test helpers; the only target that imports XCTest and Testing.
+        .target(name: "HabitatTesting", dependencies: ["Habitat"]),
 
         .executableTarget(name: "HabitatTour", dependencies: ["Habitat"], path: "Examples/HabitatTour"),
         .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
@@ -27,6 +30,8 @@ let package = Package(
         .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatStoreWorker"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
+        .executableTarget(name: "HabitatTestingProbe", dependencies: ["HabitatTesting"], path: "Tests/HabitatTestingProbe"),
+        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting", "HabitatTestingProbe"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -126,6 +126,13 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// ```
     @inlinable
     public var changes: AsyncStream<EnvironmentChange<App>> { activeState.changes() }
+
+    /// Records the changes made from now on until `stop` is called; then the stream ends after
+    /// the last recorded change. For `HabitatTesting`'s assertions.
+    package func recordChanges() -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
+        let (stream, continuation) = activeState.subscribe()
+        return (stream, { continuation.finish() })
+    }
 }
 
 @usableFromInline

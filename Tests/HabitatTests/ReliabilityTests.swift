@@ -32,7 +32,7 @@ import Darwin
             // Wait for its first complete save, then let it run a random while.
             _ = output.fileHandleForReading.readData(ofLength: 6)
             usleep(UInt32(generator.next() % 20_000))
-            Glibc_kill(process.processIdentifier, SIGKILL)
+            _ = Glibc_kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             #expect(process.terminationReason == .uncaughtSignal, "kill \(kill)")
 

@@ -161,6 +161,15 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
 
     @inlinable
     func changes() -> AsyncStream<EnvironmentChange<App>> {
+        subscribe().stream
+    }
+
+    /// A new subscription, with its continuation so the subscriber can end it.
+    @inlinable
+    func subscribe() -> (
+        stream: AsyncStream<EnvironmentChange<App>>,
+        continuation: AsyncStream<EnvironmentChange<App>>.Continuation
+    ) {
         let (stream, continuation) = AsyncStream.makeStream(
             of: EnvironmentChange<App>.self,
             bufferingPolicy: .unbounded
@@ -173,7 +182,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         continuation.onTermination = { [weak self] _ in
             self?.removeSubscriber(id)
         }
-        return stream
+        return (stream, continuation)
     }
 
     @inlinable

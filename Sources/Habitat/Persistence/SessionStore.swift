@@ -49,6 +49,12 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         self.migrations = Dictionary(migrations.map { ($0.from, $0) }, uniquingKeysWith: { _, last in last })
     }
 
+    /// A session store that keeps everything in memory, for tests and previews.
+    /// - Returns: A store over a new ``InMemoryStore`` and ``InMemorySecretStore``.
+    public static func inMemory() -> Self {
+        SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
+    }
+
     /// The token's key in ``secrets``.
     public var tokenKey: String { key + ".token" }
 

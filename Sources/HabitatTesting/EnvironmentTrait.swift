@@ -1,0 +1,66 @@
+public import Habitat
+public import Testing
+
+/// A Swift Testing trait that runs each test in a scope of its own on a stack, with a changed
+/// environment.
+///
+/// On a test, the test (each of its arguments, each repetition) runs inside
+/// `stack.withEnvironment(change)`. On a suite, every test in it does, each in its own scope.
+/// Tests running in parallel never see each other's environment, pushes or logins.
+///
+/// ```swift
+/// @Suite(.environment(AppEnvironment) { $0 = .test(services: .unimplemented, config: .default) })
+/// struct ProfileTests {
+///     @Test(.environment(AppEnvironment) { $0.services.api.fetchProfile = { _ in .ada } })
+///     func showsTheName() async throws { ... }
+/// }
+/// ```
+///
+/// Traits nest in the order Swift Testing applies them: the suite's first, then the test's.
+public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, TestScoping {
+    let stack: EnvironmentStack<App>
+    let change: @Sendable (inout Environment<App>) -> Void
+
+    /// Applied to every test in a suite, each in its own scope.
+    public var isRecursive: Bool { true }
+
+    public func provideScope(
+        for test: Test,
+        testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await stack.withEnvironment(change) {
+            try await function()
+        }
+    }
+}
+
+extension Trait {
+    /// Runs the test (or every test of the suite) in a scope of its own on `stack`, with the
+    /// environment changed by `change`.
+    ///
+    /// - Parameters:
+    ///   - stack: The app's stack, usually its global `AppEnvironment`.
+    ///   - change: Changes the scope's copy of the current environment.
+    /// - Returns: The trait.
+    public static func environment<App>(
+        _ stack: EnvironmentStack<App>,
+        _ change: @escaping @Sendable (inout Environment<App>) -> Void
+    ) -> Self where Self == EnvironmentTrait<App> {
+        EnvironmentTrait(stack: stack, change: change)
+    }
+
+    /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
+    /// from `environment`.
+    ///
+    /// - Parameters:
+    ///   - stack: The app's stack.
+    ///   - environment: The scope's base environment.
+    /// - Returns: The trait.
+    public static func environment<App>(
+        _ stack: EnvironmentStack<App>,
+        _ environment: Environment<App>
+    ) -> Self where Self == EnvironmentTrait<App> {
+        EnvironmentTrait(stack: stack, change: { $0 = environment })
+    }
+}

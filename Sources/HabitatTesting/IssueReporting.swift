@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import XCTest
+
+/// Where a test failure goes: Swift Testing, XCTest, or, outside tests, a runtime warning.
+///
+/// Under Swift Testing (inside a `@Test`) the failure is recorded with `Issue.record`; in an
+/// XCTest test with `XCTFail`; anywhere else (a debug run of the app, a preview) it is printed to
+/// standard error as a warning, and execution goes on.
+///
+/// ```swift
+/// reportIssue("APIClient.fetchUser is unimplemented")
+/// ```
+/// - Parameters:
+///   - message: What went wrong.
+///   - fileID: The file the failure is attributed to.
+///   - filePath: The file's full path.
+///   - line: The line.
+///   - column: The column.
+public func reportIssue(
+    _ message: String,
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+) {
+    if Test.current != nil {
+        Issue.record(
+            Comment(rawValue: message),
+            sourceLocation: SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column))
+        )
+    } else if isRunningXCTest {
+        XCTFail(message, file: filePath, line: line)
+    } else {
+        let warning = "[Habitat] warning: \(message) (\(fileID):\(line))\n"
+        FileHandle.standardError.write(Data(warning.utf8))
+    }
+}
+
+/// Whether this process is an XCTest runner: the test bundle on Linux, or an Xcode test run.
+let isRunningXCTest: Bool = {
+    let environment = ProcessInfo.processInfo.environment
+    if environment["XCTestConfigurationFilePath"] != nil || environment["XCTestBundlePath"] != nil {
+        return true
+    }
+    let executable = ProcessInfo.processInfo.arguments.first ?? ""
+    return executable.hasSuffix(".xctest") || executable.contains(".xctest/")
+        || ProcessInfo.processInfo.processName.hasSuffix(".xctest")
+        || ProcessInfo.processInfo.processName == "xctest"
+}()

@@ -1,0 +1,109 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+@Suite(.environment(AppEnvironment) { $0 = .test(services: Services(), config: Config()) })
+struct AssertionTests {
+    @Test func expectChangesPassesWhenTheKindsMatch() async throws {
+        let changes = await expectChanges(in: AppEnvironment, [.push, .login, .pop]) {
+            AppEnvironment.push { $0.config.greeting = "x" }
+            AppEnvironment.login(user: .ada, token: AccessToken("t"))
+            AppEnvironment.pop()
+        }
+        #expect(changes.count == 3)
+        #expect(changes[1].new.currentUser == .ada)
+    }
+
+    @Test func expectChangesReportsAMismatchWithOldAndNew() async {
+        await withKnownIssue {
+            await expectChanges(in: AppEnvironment, [.push]) {
+                AppEnvironment.login(user: .ada, token: AccessToken("t"))
+            }
+        } matching: { issue in
+            let text = issue.comments.map(\.rawValue).joined()
+            return text.contains("expected changes [push], got [login]")
+                && text.contains("login: user nil (logged out) -> User(id: 1, name: \"Ada\")")
+        }
+    }
+
+    @Test func expectLoginPassesForTheRightUser() async {
+        await expectLogin(in: AppEnvironment, of: .ada) {
+            AppEnvironment.login(user: .ada, token: AccessToken("t"))
+        }
+    }
+
+    @Test func expectLoginReportsTheWrongUser() async {
+        await withKnownIssue {
+            await expectLogin(in: AppEnvironment, of: .ada) {
+                AppEnvironment.login(user: .grace, token: AccessToken("t"))
+            }
+        } matching: { issue in
+            issue.comments.map(\.rawValue).joined().contains("but the current user is User(id: 2, name: \"Grace\")")
+        }
+    }
+
+    @Test func expectLoginReportsAMissingLogin() async {
+        await withKnownIssue {
+            await expectLogin(in: AppEnvironment, of: .ada) {
+                AppEnvironment.push { $0.config.greeting = "no login here" }
+            }
+        } matching: { issue in
+            issue.comments.map(\.rawValue).joined().contains("no login happened")
+        }
+    }
+
+    @Test func assertionsRethrowAndStillStopRecording() async {
+        struct Boom: Error {}
+        await #expect(throws: Boom.self) {
+            try await expectChanges(in: AppEnvironment, []) { throw Boom() }
+        }
+    }
+}
+
+@Suite struct MockStoreTests {
+    @Test func theMockRecordsEveryOperationInOrder() throws {
+        let store = MockKeyValueStore()
+        try store.set(1, for: StoreKey<Int>("a"))
+        _ = try store.data(forKey: "a")
+        _ = try store.keys()
+        try store.removeValue(forKey: "a")
+        #expect(store.operations == [.write(["a": .written]), .read("a"), .listKeys, .write(["a": .removed])])
+        #expect(store.contents.isEmpty)
+        store.clearOperations()
+        #expect(store.operations.isEmpty)
+    }
+
+    @Test func theMockFailsTheNextOperationsAndChangesNothing() throws {
+        let store = MockKeyValueStore(["a": Data("1".utf8)])
+        store.failNext(2, with: .unwritable(path: "mock", reason: "disk full"))
+        #expect(throws: StoreError.unwritable(path: "mock", reason: "disk full")) { try store.setData(nil, forKey: "a") }
+        #expect(throws: StoreError.unwritable(path: "mock", reason: "disk full")) { try store.data(forKey: "a") }
+        #expect(try store.data(forKey: "a") == Data("1".utf8), "the third operation works, and nothing changed")
+        #expect(store.operations.count == 3)
+    }
+
+    @Test func aFailingStoreMakesSavingASessionFailWithATypedError() throws {
+        let store = MockKeyValueStore()
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<TestingApp>(store: store, secrets: secrets)
+        let env = Environment<TestingApp>.test(services: Services(), config: Config())
+            .loggingIn(user: .ada, token: AccessToken("tok-mock-SECRET"))
+        store.failNext()
+        #expect(throws: SnapshotError.store(.injected("MockKeyValueStore"))) { try sessions.save(env) }
+        #expect(secrets.operations == [.write("habitat.session.token")], "the token was written first")
+        try sessions.save(env)
+        #expect(secrets.contains("tok-mock-SECRET"))
+        #expect(!store.contents.values.contains { $0.range(of: Data("tok-mock-SECRET".utf8)) != nil })
+        try sessions.save(env.loggingOut())
+        #expect(secrets.keys.isEmpty)
+        #expect(secrets.operations.last == .delete("habitat.session.token"))
+    }
+
+    @Test func theSecretMockFailsOnCommand() {
+        let secrets = MockSecretStore()
+        secrets.failNext()
+        #expect(throws: StoreError.injected("MockSecretStore")) { try secrets.setSecret(Data(), forKey: "k") }
+        #expect(secrets.keys.isEmpty)
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+@Suite struct UnimplementedTests {
+    let api = APIClient.unimplemented
+
+    @Test func anAsyncThrowingEndpointRecordsAFailureNamingItAndThrows() async {
+        await withKnownIssue {
+            _ = try? await api.fetchUser(1)
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue == "APIClient.fetchUser is unimplemented" }
+        }
+        await withKnownIssue {
+            await #expect(throws: UnimplementedError(endpoint: "APIClient.fetchUser")) {
+                try await api.fetchUser(1)
+            }
+        }
+    }
+
+    @Test func aSyncThrowingEndpointRecordsAndThrows() {
+        withKnownIssue {
+            #expect(throws: UnimplementedError(endpoint: "APIClient.fetchUserSync")) { try api.fetchUserSync(2) }
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue == "APIClient.fetchUserSync is unimplemented" }
+        }
+    }
+
+    @Test func nonThrowingEndpointsRecordAndReturnThePlaceholder() async {
+        await withKnownIssue {
+            #expect(await api.ping() == false)
+            #expect(api.count() == -1)
+            api.track("tapped")
+            await api.trackAsync("viewed", 3)
+        } matching: { issue in
+            issue.comments.contains { $0.rawValue.hasSuffix("is unimplemented") }
+        }
+    }
+
+    @Test func everyCallIsOneFailure() async {
+        // withKnownIssue fails if no issue was recorded; count the ones that were.
+        let counter = IssueCounter()
+        withKnownIssue {
+            _ = api.count()
+            _ = api.count()
+        } matching: { _ in
+            counter.increment()
+            return true
+        }
+        #expect(counter.value == 2)
+    }
+
+    @Test func overridingAnEndpointReplacesTheFailure() async throws {
+        var api = APIClient.unimplemented
+        api.fetchUser = { id in User(id: id, name: "Stub") }
+        #expect(try await api.fetchUser(7) == User(id: 7, name: "Stub"))
+    }
+
+    @Test func outsideTestsAnEndpointWarnsAndCarriesOn() throws {
+        let probe = Bundle.main.bundleURL.appendingPathComponent("HabitatTestingProbe")
+        let process = Process()
+        process.executableURL = probe
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let err = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(out == "returned placeholder\n")
+        #expect(err.contains("[Habitat] warning: Probe.endpoint is unimplemented"))
+    }
+
+    @Test func theErrorSaysWhatIsUnimplemented() {
+        #expect(UnimplementedError(endpoint: "A.b").description == "A.b is unimplemented")
+    }
+}
+
+final class IssueCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}

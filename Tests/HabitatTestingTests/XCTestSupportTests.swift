@@ -1,0 +1,89 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import XCTest
+
+/// The documented XCTest pattern: override `invokeTest()` so every test method, sync or
+/// async, runs in a scope of its own.
+final class XCTestIsolationTests: XCTestCase {
+    override func invokeTest() {
+        AppEnvironment.withEnvironment({ $0 = .test(services: Services(label: "xctest"), config: Config()) }) {
+            super.invokeTest()
+        }
+    }
+
+    func testSyncTestsSeeTheTestEnvironment() {
+        XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
+        XCTAssertEqual(AppEnvironment.current.now(), TestWorld.date)
+        AppEnvironment.login(user: .ada, token: AccessToken("t"))
+        XCTAssertEqual(AppEnvironment.current.currentUser, .ada)
+    }
+
+    func testAsyncTestsSeeTheTestEnvironment() async throws {
+        XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
+        try await Task.sleep(nanoseconds: 1_000)
+        XCTAssertNil(AppEnvironment.current.currentUser, "the login of another test did not leak")
+        var api = AppEnvironment.current.services.api
+        api.fetchUser = { id in User(id: id, name: "swapped") }
+        AppEnvironment.replaceCurrent { $0.services.api = api }
+        let user = try await AppEnvironment.current.services.api.fetchUser(3)
+        XCTAssertEqual(user, User(id: 3, name: "swapped"))
+    }
+
+    func testTheGlobalStackIsUntouchedAfterwards() {
+        // Checked from a thread of its own, which sees the global stack, not this test's scope.
+        let done = DispatchSemaphore(value: 0)
+        let label = LockedBox<String>()
+        Thread.detachNewThread {
+            label.value = AppEnvironment.current.services.label
+            done.signal()
+        }
+        done.wait()
+        XCTAssertEqual(label.value, "live")
+        XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
+    }
+}
+
+/// Proves an unimplemented endpoint records an XCTest failure, by catching the failure.
+final class XCTestFailureReportingTests: XCTestCase {
+    private var recorded: [String] = []
+    private var capturing = false
+
+    #if os(Linux)
+    override func recordFailure(withDescription description: String, inFile filePath: String, atLine lineNumber: Int, expected: Bool) {
+        if capturing { recorded.append(description) } else {
+            super.recordFailure(withDescription: description, inFile: filePath, atLine: lineNumber, expected: expected)
+        }
+    }
+    #else
+    override func record(_ issue: XCTIssue) {
+        if capturing { recorded.append(issue.compactDescription) } else { super.record(issue) }
+    }
+    #endif
+
+    func testAnUnimplementedEndpointFailsTheXCTest() async {
+        capturing = true
+        let count = APIClient.unimplemented.count()
+        do {
+            _ = try await APIClient.unimplemented.fetchUser(1)
+            XCTFail("expected UnimplementedError")
+        } catch {
+            XCTAssertEqual(error as? UnimplementedError, UnimplementedError(endpoint: "APIClient.fetchUser"))
+        }
+        capturing = false
+        XCTAssertEqual(count, -1)
+        XCTAssertEqual(recorded.count, 2)
+        XCTAssertTrue(recorded[0].contains("APIClient.count is unimplemented"), recorded[0])
+        XCTAssertTrue(recorded[1].contains("APIClient.fetchUser is unimplemented"), recorded[1])
+    }
+}
+
+final class LockedBox<Value: Sendable>: @unchecked Sendable {
+    // Safe: `stored` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var stored: Value?
+    var value: Value? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
