@@ -41,7 +41,7 @@ extension EnvironmentStack {
     /// - Returns: The removed environment, or `nil` when only the base is left.
     @inlinable @discardableResult
     public func pop() -> Environment<App>? {
-        activeState.pop()?.environment
+        activeState.pop()
     }
 
     /// Replaces the top environment with `environment`.

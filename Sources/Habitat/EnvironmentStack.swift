@@ -102,11 +102,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
                     slot.pointee.drainRetired()
                 }
             }
-            // NB: unowned(unsafe) reads the frame without retaining it (the slot owns it): the
-            // reference count of a frame every thread reads is the one piece of shared memory a
-            // read would otherwise write.
-            unowned(unsafe) let top = frame.takeUnretainedValue()
-            yield top.environment
+            // NB: read in place through the frame's address, without retaining the frame (the
+            // slot owns it): the reference count of a frame every thread reads is the one piece
+            // of shared memory a read would otherwise write.
+            yield frame._withUnsafeGuaranteedRef { $0.environmentAddress }.pointee
         }
     }
 

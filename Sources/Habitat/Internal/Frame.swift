@@ -1,17 +1,59 @@
 /// One environment on a stack, boxed so that publishing it is one pointer store.
 ///
-/// Frames are immutable once built: a reader that holds one may read it without a lock.
+/// Readers only ever read a frame's environment, in place, through ``environment``. The one
+/// write after creation is ``takeEnvironment()``, which moves the environment out of a popped
+/// frame that nothing else references, so `pop()` costs no copy.
 ///
 /// NB: measured against a copy-on-write `Environment` (one box for all fields, which would make
 /// this frame unnecessary): the box made pushes cheaper, but every field read then had to
 /// retain the box, a write to memory that all reading threads share. Reads are the hot path,
-/// so the environment stays a plain struct and the stack boxes it once per push.
+/// so the environment stays a plain struct and the stack boxes it once per push. The frame is a
+/// `ManagedBuffer` so that the environment lives in the frame's own allocation, at an address
+/// a reader can borrow from without a retain or an exclusivity check.
 @usableFromInline
-final class Frame<App: EnvironmentSchema>: Sendable {
-    @usableFromInline let environment: Environment<App>
+final class Frame<App: EnvironmentSchema>: ManagedBuffer<Bool, Environment<App>> {
+    // Not `Sendable` (`ManagedBuffer` can't be), but shared between threads only inside the
+    // lock-protected `StackState` and the per-thread `ReaderSlot`, under these rules:
+    // the header (`true` once the environment was moved out) and the element are written
+    // when the frame is created, before it is published, and afterwards only by
+    // `takeEnvironment()`, which the owning state calls with its lock held, on a frame that is
+    // off the stack and that nothing else references (`isKnownUniquelyReferenced`), so no other
+    // thread can read it then or ever again. Every other access is a read.
+
+    /// Creates a frame holding `environment`.
+    @inlinable
+    static func make(_ environment: consuming Environment<App>) -> Frame<App> {
+        let frame = unsafeDowncast(Frame.create(minimumCapacity: 1) { _ in false }, to: Frame<App>.self)
+        frame.environmentAddress.initialize(to: environment)
+        return frame
+    }
 
     @inlinable
-    init(_ environment: consuming Environment<App>) {
-        self.environment = environment
+    deinit {
+        withUnsafeMutablePointers { moved, environment in
+            if !moved.pointee { environment.deinitialize(count: 1) }
+        }
+    }
+
+    /// Where the environment lives; valid while the frame is alive and not taken.
+    @inlinable
+    var environmentAddress: UnsafeMutablePointer<Environment<App>> {
+        withUnsafeMutablePointerToElements { $0 }
+    }
+
+    /// The environment, read in place.
+    @inlinable
+    var environment: Environment<App> {
+        _read { yield environmentAddress.pointee }
+    }
+
+    /// Moves the environment out of a frame that nothing else references. Call with the owning
+    /// state's lock held, once.
+    @inlinable
+    func takeEnvironment() -> Environment<App> {
+        withUnsafeMutablePointers { moved, environment in
+            moved.pointee = true
+            return environment.move()
+        }
     }
 }

@@ -37,7 +37,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
     @inlinable
     init(base: Environment<App>, liveScopes: AtomicCounter?) {
         guarded = .allocate(capacity: 1)
-        guarded.initialize(to: Guarded(top: Frame(base)))
+        guarded.initialize(to: Guarded(top: Frame.make(base)))
         stamp = AtomicCounter(nextStamp())
         self.liveScopes = liveScopes
         liveScopes?.add(1)
@@ -108,7 +108,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
             let current = frame(for: slot).takeUnretainedValue()
             let expected = slot.pointee.stamp
             guard let new = try transform(current.environment) else { return nil }
-            let frame = Frame(new)
+            let frame = Frame.make(new)
             lock.lock()
             guard stamp.load() == expected else {
                 lock.unlock()
@@ -122,21 +122,23 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         }
     }
 
-    /// Removes the top frame unless it is the base.
+    /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
-    func pop() -> Frame<App>? {
+    func pop() -> Environment<App>? {
         lock.lock()
         guard let newTop = guarded.pointee.below.popLast() else {
             lock.unlock()
             return nil
         }
-        let old = guarded.pointee.top
+        var old = guarded.pointee.top
         guarded.pointee.top = newTop
         publish(.pop, old: old, new: newTop)
+        // NB: a popped frame that no reader holds gives up its environment without a copy.
+        let environment = isKnownUniquelyReferenced(&old) ? old.takeEnvironment() : old.environment
         lock.unlock()
-        // NB: the caller releases the popped frame after the lock, so an environment whose
-        // services do work in `deinit` can't deadlock on the stack.
-        return old
+        // The frame, and the environment if the caller discards it, are released after the
+        // lock, so services that do work in `deinit` can't deadlock on the stack.
+        return environment
     }
 
     /// Stamps the new top and tells subscribers. Call with `lock` held.
