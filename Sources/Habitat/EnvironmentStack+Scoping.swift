@@ -23,6 +23,7 @@ extension EnvironmentStack {
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
+    @inlinable
     public func withEnvironment<R, E: Error>(
         _ change: (inout Environment<App>) -> Void,
         operation: () throws(E) -> R
@@ -48,6 +49,7 @@ extension EnvironmentStack {
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
+    @inlinable
     public func withEnvironment<R, E: Error>(
         _ environment: Environment<App>,
         operation: () throws(E) -> R
@@ -82,6 +84,7 @@ extension EnvironmentStack {
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
+    @inlinable
     public func withEnvironment<R, E: Error>(
         _ change: (inout Environment<App>) -> Void,
         isolation: isolated (any Actor)? = #isolation,
@@ -101,6 +104,7 @@ extension EnvironmentStack {
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
+    @inlinable
     public func withEnvironment<R, E: Error>(
         _ environment: Environment<App>,
         isolation: isolated (any Actor)? = #isolation,
@@ -122,10 +126,11 @@ extension EnvironmentStack {
     }
 
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
-    private func makeScope(_ environment: Environment<App>) -> ScopeLink {
+    @inlinable
+    func makeScope(_ environment: Environment<App>) -> ScopeLink {
         ScopeLink(
             stackID: id,
-            state: StackState(base: environment, liveScopes: liveScopes),
+            state: StackState.make(base: environment, liveScopes: liveScopes),
             next: Scopes.innermost.get()
         )
     }

@@ -27,7 +27,7 @@ public import _HabitatShims
 /// scope's stack, never the global one or another task's. When the scope ends, they are gone.
 public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable {
     // Safe: every stored property is immutable. The two raw pointers point into the atomic
-    // counters of `root.stamp` and `liveScopes`, which this object keeps alive, and are only
+    // words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
     // read with atomic loads. All mutable state lives in `StackState`, behind its lock.
     /// Process-unique, so a task's scopes can name their stack without retaining it.
     @usableFromInline let id: UInt64
@@ -38,7 +38,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let liveScopes = AtomicCounter(0)
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
-    /// `liveScopes.storage` and `root.stamp.storage`, read directly on the hot path.
+    /// `liveScopes.storage` and `root.stampWord`, read directly on the hot path.
     ///
     /// NB: reaching them through `self` alone, without touching `root`, keeps the read path
     /// free of retains of objects that every thread shares.
@@ -51,9 +51,9 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// - Parameter base: The environment at the bottom of the stack.
     public init(_ base: Environment<App>) {
         id = stackIDSource.add(1)
-        root = StackState(base: base, liveScopes: nil)
+        root = StackState.make(base: base, liveScopes: nil)
         liveScopesWord = liveScopes.storage
-        rootStampWord = root.stamp.storage
+        rootStampWord = root.stampWord
     }
 
     /// The state the calling task acts on: its innermost scope of this stack, or the root.

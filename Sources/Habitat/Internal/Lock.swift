@@ -6,60 +6,82 @@ public import Glibc
 public import Musl
 #endif
 
-/// A mutual-exclusion lock the thread sanitizer understands.
+#if canImport(Darwin)
+@usableFromInline typealias PlatformMutex = os_unfair_lock
+#else
+@usableFromInline typealias PlatformMutex = pthread_mutex_t
+#endif
+
+/// A mutex the thread sanitizer understands, at an address of the caller's choosing.
 ///
 /// NB: `Synchronization.Mutex` would be the natural choice, but it needs macOS 15 / iOS 18 and
-/// the thread sanitizer cannot see its futex, so it reports false races. A heap-allocated
-/// `pthread_mutex_t` (or `os_unfair_lock` on Apple platforms) is stable in memory, fast when
-/// uncontended, and visible to TSan.
+/// the thread sanitizer cannot see its futex, so it reports false races. `pthread_mutex_t` (or
+/// `os_unfair_lock` on Apple platforms) is fast when uncontended and visible to TSan. It must
+/// not move while in use, so it lives in heap memory: a ``Lock`` object, or the tail of a
+/// stack state's own allocation.
 @usableFromInline
-final class Lock: @unchecked Sendable {
-    // Safe: the lock word lives at a fixed heap address for the object's lifetime and is only
-    // touched through the platform's lock functions, which are themselves thread-safe.
-    #if canImport(Darwin)
-    @usableFromInline let word: UnsafeMutablePointer<os_unfair_lock>
-    #else
-    @usableFromInline let word: UnsafeMutablePointer<pthread_mutex_t>
-    #endif
-
-    @usableFromInline
-    init() {
+enum Mutex {
+    @inlinable
+    static func initialize(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
         #if canImport(Darwin)
-        word = .allocate(capacity: 1)
-        word.initialize(to: os_unfair_lock())
+        mutex.initialize(to: os_unfair_lock())
         #else
-        word = .allocate(capacity: 1)
-        word.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(word, nil)
+        mutex.initialize(to: pthread_mutex_t())
+        let status = pthread_mutex_init(mutex, nil)
         precondition(status == 0, "pthread_mutex_init failed with \(status)")
         #endif
     }
 
-    deinit {
+    @inlinable
+    static func destroy(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
         #if !canImport(Darwin)
-        pthread_mutex_destroy(word)
+        pthread_mutex_destroy(mutex)
         #endif
-        word.deinitialize(count: 1)
-        word.deallocate()
+        mutex.deinitialize(count: 1)
     }
 
     @inlinable
-    func lock() {
+    static func lock(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
         #if canImport(Darwin)
-        os_unfair_lock_lock(word)
+        os_unfair_lock_lock(mutex)
         #else
-        pthread_mutex_lock(word)
+        pthread_mutex_lock(mutex)
         #endif
     }
 
     @inlinable
-    func unlock() {
+    static func unlock(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
         #if canImport(Darwin)
-        os_unfair_lock_unlock(word)
+        os_unfair_lock_unlock(mutex)
         #else
-        pthread_mutex_unlock(word)
+        pthread_mutex_unlock(mutex)
         #endif
     }
+}
+
+/// A lock object, for the classes that need one of their own.
+@usableFromInline
+final class Lock: @unchecked Sendable {
+    // Safe: the mutex lives at a fixed heap address for the object's lifetime and is only
+    // touched through the platform's lock functions, which are themselves thread-safe.
+    @usableFromInline let mutex: UnsafeMutablePointer<PlatformMutex>
+
+    @usableFromInline
+    init() {
+        mutex = .allocate(capacity: 1)
+        Mutex.initialize(mutex)
+    }
+
+    deinit {
+        Mutex.destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inlinable
+    func lock() { Mutex.lock(mutex) }
+
+    @inlinable
+    func unlock() { Mutex.unlock(mutex) }
 
     /// Runs `body` with the lock held.
     @inlinable

@@ -3,13 +3,15 @@
 /// NB: a task-local can't be generic, so links hold their stack's state type-erased and are
 /// matched by the stack's process-unique `id`.
 @usableFromInline
-final class ScopeLink: Sendable {
+final class ScopeLink: @unchecked Sendable {
+    // Safe: every property is immutable, and `state` is a `StackState`, whose mutable parts are
+    // all behind its own lock or atomic (it can't say `Sendable` itself, being a `ManagedBuffer`).
     @usableFromInline let stackID: UInt64
-    @usableFromInline let state: any AnyObject & Sendable
+    @usableFromInline let state: AnyObject
     @usableFromInline let next: ScopeLink?
 
     @usableFromInline
-    init(stackID: UInt64, state: any AnyObject & Sendable, next: ScopeLink?) {
+    init(stackID: UInt64, state: AnyObject, next: ScopeLink?) {
         self.stackID = stackID
         self.state = state
         self.next = next

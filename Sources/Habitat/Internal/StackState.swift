@@ -1,3 +1,12 @@
+public import _HabitatShims
+#if canImport(Darwin)
+public import Darwin
+#elseif canImport(Glibc)
+public import Glibc
+#elseif canImport(Musl)
+public import Musl
+#endif
+
 /// The frames of one stack, or of one `withEnvironment` scope, and the subscribers to its changes.
 ///
 /// Writers serialise on `lock`; readers don't take it (see ``ReaderSlot``). Every write builds a
@@ -7,20 +16,17 @@
 /// for its own `EnvironmentSchema`. Unspecialised, each call would look up generic metadata at
 /// run time, which measured ten times slower than the work itself.
 @usableFromInline
-final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
-    // Safe: `guarded` is read and written only with `lock` held; `stamp` is atomic; the other
-    // properties are immutable. Frames are immutable and Sendable.
-    @usableFromInline let lock = Lock()
-    /// The mutable state, behind `lock`.
-    ///
-    /// NB: kept in its own allocation rather than as `var` properties, because Swift checks
-    /// exclusive access to a class's `var`s at run time, and on the push/pop path those checks
-    /// cost more than the lock. The lock already makes access exclusive.
-    @usableFromInline let guarded: UnsafeMutablePointer<Guarded>
-    /// The stamp of the frame in `top`; changes with every write.
-    @usableFromInline let stamp: AtomicCounter
-    /// For a scope's state: the owning stack's count of live scopes, decremented on deinit.
-    @usableFromInline let liveScopes: AtomicCounter?
+final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Guarded, StateWord> {
+    // Not `Sendable` (a `ManagedBuffer` can't be), but safe to share between threads, and shared
+    // only through `EnvironmentStack` and `ScopeLink`, which say so: the header (`Guarded`) is read and written only with the mutex in the tail word
+    // held; the tail word's stamp is only touched with atomic operations; nothing else is
+    // mutable. Frames are only read once published.
+    //
+    // NB: one allocation holds everything: the mutable state as the header, the stamp and the
+    // mutex as the tail. A scope creates one of these, so every allocation saved here is saved
+    // per `withEnvironment`. The state lives in raw memory rather than in `var` properties also
+    // because Swift checks exclusive access to a class's `var`s at run time, and on the
+    // push/pop path those checks cost more than the lock, which already makes access exclusive.
 
     @usableFromInline
     struct Guarded {
@@ -29,28 +35,61 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         @usableFromInline var sequence: UInt64 = 0
         @usableFromInline var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
         @usableFromInline var nextSubscriberID: UInt64 = 0
+        /// For a scope's state: the owning stack's count of live scopes, decremented on deinit.
+        @usableFromInline let liveScopes: AtomicCounter?
 
         @inlinable
-        init(top: Frame<App>) { self.top = top }
+        init(top: Frame<App>, liveScopes: AtomicCounter?) {
+            self.top = top
+            self.liveScopes = liveScopes
+        }
     }
 
+    /// Creates the state of a stack (or scope) whose base is `base`.
     @inlinable
-    init(base: Environment<App>, liveScopes: AtomicCounter?) {
-        guarded = .allocate(capacity: 1)
-        guarded.initialize(to: Guarded(top: Frame.make(base)))
-        stamp = AtomicCounter(nextStamp())
-        self.liveScopes = liveScopes
+    static func make(base: Environment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
+        let buffer = StackState.create(minimumCapacity: 1) { _ in
+            Guarded(top: Frame.make(base), liveScopes: liveScopes)
+        }
+        let state = unsafeDowncast(buffer, to: StackState<App>.self)
+        state.withUnsafeMutablePointerToElements { word in
+            word.initialize(to: StateWord(stamp: nextStamp()))
+            Mutex.initialize(StateWord.mutex(in: word))
+        }
         liveScopes?.add(1)
+        return state
     }
 
     @inlinable
     deinit {
-        let subscribers = guarded.pointee.subscribers
-        guarded.deinitialize(count: 1)
-        guarded.deallocate()
+        let (subscribers, liveScopes) = withUnsafeMutablePointers { guarded, word in
+            Mutex.destroy(StateWord.mutex(in: word))
+            return (guarded.pointee.subscribers, guarded.pointee.liveScopes)
+        }
         for continuation in subscribers.values { continuation.finish() }
         liveScopes?.subtract(1)
     }
+
+    /// The mutable state; touch only with the lock held.
+    @inlinable
+    var guarded: UnsafeMutablePointer<Guarded> {
+        withUnsafeMutablePointerToHeader { $0 }
+    }
+
+    /// The stamp of the frame in `top`; changes with every write.
+    @inlinable
+    var stampWord: UnsafeMutablePointer<UInt64> {
+        withUnsafeMutablePointerToElements { StateWord.stamp(in: $0) }
+    }
+
+    @inlinable
+    func lock() { Mutex.lock(withUnsafeMutablePointerToElements { StateWord.mutex(in: $0) }) }
+
+    @inlinable
+    func unlock() { Mutex.unlock(withUnsafeMutablePointerToElements { StateWord.mutex(in: $0) }) }
+
+    @inlinable
+    func loadStamp() -> UInt64 { habitat_atomic_load_acquire_u64(stampWord) }
 
     // MARK: Reading
 
@@ -58,7 +97,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
     /// the slot owns it.
     @inlinable
     func frame(for slot: UnsafeMutablePointer<ReaderSlot>) -> Unmanaged<Frame<App>> {
-        if _slowPath(slot.pointee.stamp != stamp.load()) {
+        if _slowPath(slot.pointee.stamp != loadStamp()) {
             refresh(slot)
         }
         return Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
@@ -66,24 +105,24 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
 
     @inlinable
     func refresh(_ slot: UnsafeMutablePointer<ReaderSlot>) {
-        lock.lock()
+        lock()
         let top = guarded.pointee.top
-        let stamp = self.stamp.load()
-        lock.unlock()
+        let stamp = loadStamp()
+        unlock()
         slot.pointee.replace(with: top, stamp: stamp)
     }
 
     /// The top environment, copied.
     var topEnvironment: Environment<App> {
-        lock.lock()
-        defer { lock.unlock() }
+        lock()
+        defer { unlock() }
         return guarded.pointee.top.environment
     }
 
     @inlinable
     var depth: Int {
-        lock.lock()
-        defer { lock.unlock() }
+        lock()
+        defer { unlock() }
         return guarded.pointee.below.count + 1
     }
 
@@ -109,15 +148,15 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
             let expected = slot.pointee.stamp
             guard let new = try transform(current.environment) else { return nil }
             let frame = Frame.make(new)
-            lock.lock()
-            guard stamp.load() == expected else {
-                lock.unlock()
+            lock()
+            guard loadStamp() == expected else {
+                unlock()
                 continue
             }
             if pushing { guarded.pointee.below.append(guarded.pointee.top) }
             guarded.pointee.top = frame
             publish(kind, old: current, new: frame)
-            lock.unlock()
+            unlock()
             return current
         }
     }
@@ -125,9 +164,9 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
     /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
     func pop() -> Environment<App>? {
-        lock.lock()
+        lock()
         guard let newTop = guarded.pointee.below.popLast() else {
-            lock.unlock()
+            unlock()
             return nil
         }
         var old = guarded.pointee.top
@@ -135,7 +174,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
         publish(.pop, old: old, new: newTop)
         // NB: a popped frame that no reader holds gives up its environment without a copy.
         let environment = isKnownUniquelyReferenced(&old) ? old.takeEnvironment() : old.environment
-        lock.unlock()
+        unlock()
         // The frame, and the environment if the caller discards it, are released after the
         // lock, so services that do work in `deinit` can't deadlock on the stack.
         return environment
@@ -144,7 +183,7 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
     /// Stamps the new top and tells subscribers. Call with `lock` held.
     @inlinable
     func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>) {
-        stamp.store(nextStamp())
+        habitat_atomic_store_release_u64(stampWord, nextStamp())
         guarded.pointee.sequence &+= 1
         guard _slowPath(!guarded.pointee.subscribers.isEmpty) else { return }
         let change = EnvironmentChange(
@@ -176,22 +215,54 @@ final class StackState<App: EnvironmentSchema>: @unchecked Sendable {
             of: EnvironmentChange<App>.self,
             bufferingPolicy: .unbounded
         )
-        lock.lock()
+        lock()
         guarded.pointee.nextSubscriberID += 1
         let id = guarded.pointee.nextSubscriberID
         guarded.pointee.subscribers[id] = continuation
-        lock.unlock()
-        continuation.onTermination = { [weak self] _ in
-            self?.removeSubscriber(id)
+        unlock()
+        let owner = WeakState(self)
+        continuation.onTermination = { _ in
+            (owner.state as? StackState<App>)?.removeSubscriber(id)
         }
         return (stream, continuation)
     }
 
     @inlinable
     func removeSubscriber(_ id: UInt64) {
-        lock.lock()
+        lock()
         let removed = guarded.pointee.subscribers.removeValue(forKey: id)
-        lock.unlock()
+        unlock()
         _ = removed  // released outside the lock
     }
+}
+
+/// The tail of a ``StackState``'s allocation: the published stamp, then the writers' mutex.
+@usableFromInline
+struct StateWord {
+    @usableFromInline var stamp: UInt64
+    @usableFromInline var mutex = PlatformMutex()
+
+    @inlinable
+    init(stamp: UInt64) { self.stamp = stamp }
+
+    @inlinable
+    static func stamp(in word: UnsafeMutablePointer<StateWord>) -> UnsafeMutablePointer<UInt64> {
+        UnsafeMutableRawPointer(word).assumingMemoryBound(to: UInt64.self)
+    }
+
+    @inlinable
+    static func mutex(in word: UnsafeMutablePointer<StateWord>) -> UnsafeMutablePointer<PlatformMutex> {
+        (UnsafeMutableRawPointer(word) + MemoryLayout<UInt64>.stride).assumingMemoryBound(to: PlatformMutex.self)
+    }
+}
+
+/// A weak reference to a state, for a stream's termination handler.
+@usableFromInline
+final class WeakState: @unchecked Sendable {
+    // Safe: `state` is set once in `init` and only read afterwards (the weak reference itself is
+    // thread-safe), and what is done with it, removing a subscriber, takes the state's lock.
+    @usableFromInline weak var state: AnyObject?
+
+    @inlinable
+    init(_ state: AnyObject) { self.state = state }
 }
