@@ -22,4 +22,38 @@ public protocol EnvironmentSchema: SendableMetatype {
     associatedtype User: Codable & Sendable
     /// Server or app configuration: feature flags, endpoints, limits.
     associatedtype Config: Codable & Sendable
+
+    /// Returns `services` updated for a new session token, or for none after logout.
+    ///
+    /// You rarely implement this: when `Services` conforms to ``SessionDependent``, the default
+    /// calls its ``SessionDependent/sessionTokenChanged(to:)``; otherwise it returns `services`
+    /// unchanged. Implement it to update services that can't conform themselves.
+    ///
+    /// NB: a requirement with defaults rather than a run-time `as? SessionDependent` cast, so
+    /// `login` and `logout` dispatch statically: the cast measured slower than the rest of the
+    /// transition.
+    ///
+    /// - Parameters:
+    ///   - services: The services of the environment being logged in or out.
+    ///   - token: The new session's token, or `nil` on logout.
+    /// - Returns: The updated services.
+    static func services(_ services: Services, withToken token: AccessToken?) -> Services
+}
+
+extension EnvironmentSchema {
+    /// Returns `services` unchanged: services that don't depend on the session.
+    @inlinable
+    public static func services(_ services: Services, withToken token: AccessToken?) -> Services {
+        services
+    }
+}
+
+extension EnvironmentSchema where Services: SessionDependent {
+    /// Hands `token` to the services through ``SessionDependent/sessionTokenChanged(to:)``.
+    @inlinable
+    public static func services(_ services: Services, withToken token: AccessToken?) -> Services {
+        var updated = services
+        updated.sessionTokenChanged(to: token)
+        return updated
+    }
 }

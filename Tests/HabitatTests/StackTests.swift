@@ -244,3 +244,35 @@ import Testing
         }
     }
 }
+
+/// A schema whose services can't conform to `SessionDependent` updates them itself.
+private enum CustomTokenApp: EnvironmentSchema {
+    typealias Services = [String]
+    typealias User = TestUser
+    typealias Config = TestConfig
+
+    static func services(_ services: [String], withToken token: AccessToken?) -> [String] {
+        services + [token == nil ? "cleared" : "token"]
+    }
+}
+
+@Suite struct SessionServicesTests {
+    @Test func aSchemaCanUpdateServicesItself() {
+        let stack = EnvironmentStack<CustomTokenApp>(Environment(services: [], config: TestConfig()))
+        stack.login(user: .ada, token: AccessToken("t"))
+        stack.logout()
+        #expect(stack.current.services == ["token", "cleared"])
+    }
+
+    @Test func servicesThatIgnoreTheSessionAreLeftAlone() {
+        enum Plain: EnvironmentSchema {
+            typealias Services = Int
+            typealias User = TestUser
+            typealias Config = TestConfig
+        }
+        let stack = EnvironmentStack<Plain>(Environment(services: 7, config: TestConfig()))
+        stack.login(user: .ada, token: AccessToken("t"))
+        #expect(stack.current.services == 7)
+        #expect(stack.current.currentUser == .ada)
+    }
+}

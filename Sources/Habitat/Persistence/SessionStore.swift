@@ -155,6 +155,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     private func decodePayload(_ data: Data) throws(SnapshotError) -> Payload {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
+        // NB: the common case, a snapshot of the current version, decodes in one pass; only
+        // when that fails is the version read on its own, to migrate or to report.
+        if let current = try? decoder.decode(VersionedEnvelope.self, from: data), current.version == version {
+            return current.payload
+        }
         let found: Int
         do {
             found = try decoder.decode(VersionProbe.self, from: data).version
@@ -184,6 +189,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     // MARK: The format
 
     private struct VersionProbe: Decodable { var version: Int }
+
+    private struct VersionedEnvelope: Decodable {
+        var version: Int
+        var payload: Payload
+    }
 
     /// What is written: `{"version": N, "payload": {...}}`.
     private struct Envelope: Encodable {

@@ -22,13 +22,9 @@ public protocol SessionDependent {
 }
 
 extension Environment {
-    /// Hands `token` to the services when they are ``SessionDependent``.
+    /// Updates the services for `token` (see ``EnvironmentSchema/services(_:withToken:)``).
     @inlinable
     mutating func applySessionToken(_ token: AccessToken?) {
-        guard var dependent = services as? any SessionDependent else { return }
-        dependent.sessionTokenChanged(to: token)
-        if let updated = dependent as? App.Services {
-            services = updated
-        }
+        services = App.services(services, withToken: token)
     }
 }
