@@ -25,13 +25,17 @@ import Darwin
 
     @Test(arguments: [
         ("not JSON", "{ this is not json"),
-        ("truncated", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":\"x"),
-        ("another format", "{\"format\":\"something-else\",\"version\":1,\"entries\":{}}"),
-        ("wrong types", "{\"format\":\"habitat.kv\",\"version\":\"one\",\"entries\":{}}"),
-        ("bad base64", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{},\"binary\":{\"a\":\"%%%\"}}"),
-        ("text and binary", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":\"x\"},\"binary\":{\"a\":\"AA==\"}}"),
-        ("entry not a string", "{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{\"a\":{\"utf8\":\"x\"}}}"),
-        ("no entries", "{\"format\":\"habitat.kv\",\"version\":1}"),
+        ("truncated", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":{\"x\":1"),
+        ("another format", "{\"format\":\"something-else\",\"version\":1,\"values\":{}}"),
+        ("wrong types", "{\"format\":\"habitat.kv\",\"version\":\"one\",\"values\":{}}"),
+        ("bad base64", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"binary\":{\"a\":\"%%%\"}}"),
+        ("value and binary", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":1},\"binary\":{\"a\":\"AA==\"}}"),
+        ("text not a string", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"text\":{\"a\":7}}"),
+        ("no values", "{\"format\":\"habitat.kv\",\"version\":1}"),
+        ("trailing garbage", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{}} x"),
+        ("bad escape", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\\q\":1}}"),
+        ("lone surrogate", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"\\ud800\":1}}"),
+        ("bad number", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":01}}"),
         ("an array", "[1,2,3]"),
         ("empty file", ""),
     ])
@@ -62,7 +66,7 @@ import Darwin
     @Test func aNewerFormatIsRefusedAndLeftUntouched() throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("store.json")
-        let newer = Data("{\"format\":\"habitat.kv\",\"version\":2,\"entries\":{}}".utf8)
+        let newer = Data("{\"format\":\"habitat.kv\",\"version\":2,\"values\":{}}".utf8)
         try newer.write(to: file)
         let store = try JSONFileStore(url: file)
         #expect {
@@ -150,7 +154,7 @@ import Darwin
         let directory = try TemporaryDirectory()
         let file = directory.file("store.json")
         let secretish = "value-7c1e-should-not-leak"
-        try Data("{\"format\":\"habitat.kv\",\"version\":1,\"entries\":{},\"binary\":{\"a\":\"\(secretish)!\"}}".utf8).write(to: file)
+        try Data("{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"binary\":{\"a\":\"\(secretish)!\"}}".utf8).write(to: file)
         do {
             _ = try JSONFileStore(url: file).keys()
             Issue.record("expected an error")
@@ -231,5 +235,54 @@ func run(_ executable: String, _ arguments: [String]) -> Int32 {
         return process.terminationStatus
     } catch {
         return -1
+    }
+}
+
+@Suite struct JSONFileStoreFormatTests {
+    @Test(arguments: [
+        #"{"a":[1,-2.5e-3,0,true,false,null],"b":{"c":"\u00e9\ud83d\ude00\n\"q\""}}"#,
+        #""just a string""#, "42", "-0.0E+7", "null", "[]", "{}", #"["é", "日本"]"#,
+        " {\"padded\": true} ", "not json at all", "{\"unterminated\": ", "",
+        String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+    ])
+    func everyValueReadsBackByteForByte(_ text: String) throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        try store.setData(Data(text.utf8), forKey: "k")
+        #expect(try store.data(forKey: "k") == Data(text.utf8))
+        #expect(try JSONFileStore(url: directory.file("store.json")).data(forKey: "k") == Data(text.utf8))
+    }
+
+    @Test func jsonValuesAreStoredAsThemselves() throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        try store.set(TestConfig(timeout: 5, features: []), for: .config)
+        try store.setData(Data("plain words".utf8), forKey: "note")
+        try store.setData(Data([0xFF, 0xFE]), forKey: "blob")
+        let text = try String(contentsOf: directory.file("store.json"), encoding: .utf8)
+        #expect(text.contains(#""config" : {"#), "the value is JSON in the file, not a string of JSON")
+        #expect(text.contains(#""text" : {"#) && text.contains(#""note" : "plain words""#))
+        #expect(text.contains(#""binary" : {"#) && text.contains(#""blob" : "//4=""#))
+    }
+
+    @Test func keysWithAnyCharactersRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        let keys = ["quote\"", "back\\slash", "new\nline", "tab\t", "\u{01}", "é/日本", ""]
+        try store.write(Dictionary(uniqueKeysWithValues: keys.map { ($0, Data("1".utf8)) }))
+        #expect(Set(try JSONFileStore(url: directory.file("store.json")).keys()) == Set(keys))
+    }
+
+    @Test func nestingDeeperThanTheLimitIsCorruptionNotACrash() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("store.json")
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        try Data(#"{"format":"habitat.kv","version":1,"values":{"a":\#(deep)}}"#.utf8).write(to: file)
+        #expect {
+            try JSONFileStore(url: file).keys()
+        } throws: { error in
+            guard case .corrupted(_, _, let reason) = error as? StoreError else { return false }
+            return reason.contains("nested deeper")
+        }
     }
 }

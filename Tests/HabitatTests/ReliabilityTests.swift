@@ -119,7 +119,7 @@ import Darwin
 
     func fuzzSeeds() -> [Data] {
         let valid = #"{"version":1,"payload":{"config":{"timeout":30,"features":["a"]},"session":{"user":{"id":1,"name":"Ada"},"state":"restored","tokenExpiresAt":1800000000},"savedAt":1800000000}}"#
-        let store = #"{"format":"habitat.kv","version":1,"entries":{"a":"{\"x\":1}"},"binary":{"b":"AAE="}}"#
+        let store = #"{"format":"habitat.kv","version":1,"values":{"a":{"x":[1,2.5e3,"\u00e9"]},"b":null},"text":{"c":"plain"},"binary":{"d":"AAE="}}"#
         return [
             Data(valid.utf8),
             Data(store.utf8),

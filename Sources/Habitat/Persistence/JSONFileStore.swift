@@ -22,8 +22,9 @@ public import Foundation
 /// - **Failures.** A read-only directory, a full disk or a missing directory throws a
 ///   ``StoreError`` naming the path, and the document on disk stays the last good one.
 ///
-/// Values that are UTF-8 text (JSON, as ``StoreKey`` writes) are stored as readable strings
-/// under `"entries"`; other bytes as Base64 under `"binary"`. The document is small-data storage: each write rewrites the whole file.
+/// A value that is one JSON value (as ``StoreKey`` writes) is stored as itself under
+/// `"values"`, so the file reads like the data it holds; other UTF-8 text as a string under
+/// `"text"`, and any other bytes as Base64 under `"binary"`. Every value reads back byte for byte. The document is small-data storage: each write rewrites the whole file.
 public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     // Safe: every property is immutable; file access is serialised by `flock` across processes
     // and by `lock` within this one.
@@ -97,68 +98,119 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
 
     // MARK: The document
 
-    /// `{"format": "habitat.kv", "version": 1, "entries": {key: text}, "binary": {key: base64}}`
+    /// ```
+    /// {
+    ///   "format" : "habitat.kv",
+    ///   "version" : 1,
+    ///   "values" : { "key" : <the value itself, when it is one JSON value> },
+    ///   "text" : { "key" : "<other UTF-8 text, as a string>" },
+    ///   "binary" : { "key" : "<anything else, as Base64>" }
+    /// }
+    /// ```
     ///
-    /// NB: two flat maps of strings rather than one map of `{"utf8": ...}` objects: with
-    /// Foundation's coders on Linux, flat maps decode and encode about twice as fast, and
-    /// every write does both.
-    struct Document: Codable {
-        var format: String
-        var version: Int
-        var entries: [String: String]
-        var binary: [String: String]?
-    }
-
+    /// NB: a JSON value (what ``StoreKey`` writes) is kept as itself, not as a string holding
+    /// JSON: the file stays readable, and a read hands back the value's exact bytes for the
+    /// caller to decode once. A string of escaped JSON would be decoded twice; restoring a
+    /// session measured twice as slow that way.
     enum DecodeFailure: Error {
         case invalid(String)
         case newerFormat(Int)
     }
 
     static func encode(_ entries: [String: Data]) throws(StoreError) -> Data {
-        var document = Document(format: format, version: formatVersion, entries: [:], binary: nil)
-        for (key, data) in entries {
-            if let text = String(data: data, encoding: .utf8) {
-                document.entries[key] = text
+        var values: [(String, [UInt8])] = []
+        var text: [(String, String)] = []
+        var binary: [(String, String)] = []
+        for (key, data) in entries.sorted(by: { $0.key < $1.key }) {
+            let bytes = [UInt8](data)
+            if JSONScanner.isSingleValue(bytes) {
+                values.append((key, bytes))
+            } else if let string = String(data: data, encoding: .utf8) {
+                text.append((key, string))
             } else {
-                document.binary = document.binary ?? [:]
-                document.binary?[key] = data.base64EncodedString()
+                binary.append((key, data.base64EncodedString()))
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .withoutEscapingSlashes]
-        do {
-            return try encoder.encode(document)
-        } catch {
-            throw .encodingFailed(key: "(document)", reason: describe(error))
+        var output: [UInt8] = []
+        output.append(contentsOf: "{\n  \"format\" : \"\(format)\",\n  \"version\" : \(formatVersion)".utf8)
+        func section(_ name: String, _ members: [(String, [UInt8])]) {
+            output.append(contentsOf: ",\n  \"\(name)\" : {".utf8)
+            for (index, (key, value)) in members.enumerated() {
+                output.append(contentsOf: (index == 0 ? "\n    " : ",\n    ").utf8)
+                appendJSONString(key, to: &output)
+                output.append(contentsOf: " : ".utf8)
+                output.append(contentsOf: value)
+            }
+            output.append(contentsOf: (members.isEmpty ? "}" : "\n  }").utf8)
         }
+        func quoted(_ string: String) -> [UInt8] {
+            var bytes: [UInt8] = []
+            appendJSONString(string, to: &bytes)
+            return bytes
+        }
+        section("values", values)
+        if !text.isEmpty { section("text", text.map { ($0.0, quoted($0.1)) }) }
+        if !binary.isEmpty { section("binary", binary.map { ($0.0, quoted($0.1)) }) }
+        output.append(contentsOf: "\n}\n".utf8)
+        return Data(output)
     }
 
     static func decode(_ data: Data) -> Result<[String: Data], DecodeFailure> {
-        let document: Document
-        do {
-            document = try JSONDecoder().decode(Document.self, from: data)
+        var scanner = JSONScanner([UInt8](data))
+        var members: [String: Range<Int>] = [:]
+        do throws(JSONScanner.Failure) {
+            try scanner.scanTopLevelObject { key, range, _ in members[key] = range }
         } catch {
-            return .failure(.invalid("not a Habitat store document: \(describe(error))"))
+            return .failure(.invalid("not valid JSON: \(error.reason)"))
         }
-        guard document.format == format else {
-            return .failure(.invalid("unknown format '\(document.format.prefix(40))'"))
-        }
-        guard document.version <= formatVersion else { return .failure(.newerFormat(document.version)) }
-        guard document.version >= 1 else { return .failure(.invalid("invalid format version \(document.version)")) }
-        var entries: [String: Data] = [:]
-        entries.reserveCapacity(document.entries.count)
-        for (key, text) in document.entries {
-            entries[key] = Data(text.utf8)
-        }
-        for (key, encoded) in document.binary ?? [:] {
-            guard entries[key] == nil else {
-                return .failure(.invalid("key '\(key.prefix(80))' is both text and binary"))
+        do throws(JSONScanner.Failure) {
+            guard let formatRange = members["format"], scanner.isString(formatRange),
+                  try scanner.string(in: formatRange) == format
+            else { return .failure(.invalid("not a Habitat store document: no \"format\" : \"\(format)\"")) }
+            guard let versionRange = members["version"], let version = scanner.integer(in: versionRange) else {
+                return .failure(.invalid("not a Habitat store document: no integer \"version\""))
             }
-            guard let data = Data(base64Encoded: encoded) else {
-                return .failure(.invalid("the value of key '\(key.prefix(80))' is not valid Base64"))
+            guard version <= formatVersion else { return .failure(.newerFormat(version)) }
+            guard version >= 1 else { return .failure(.invalid("invalid format version \(version)")) }
+            guard let valuesRange = members["values"], scanner.isObject(valuesRange) else {
+                return .failure(.invalid("not a Habitat store document: no \"values\" object"))
             }
-            entries[key] = data
+            var entries: [String: Data] = [:]
+            var duplicate: String?
+            func add(_ key: String, _ value: Data) {
+                if entries.updateValue(value, forKey: key) != nil { duplicate = key }
+            }
+            try scanner.scanObject(in: valuesRange) { key, range, scanner in
+                add(key, Data(scanner.bytes[range]))
+            }
+            for (section, isBinary) in [("text", false), ("binary", true)] {
+                guard let range = members[section] else { continue }
+                guard scanner.isObject(range) else {
+                    return .failure(.invalid("\"\(section)\" is not an object"))
+                }
+                var failure: String?
+                try scanner.scanObject(in: range) { (key, valueRange, scanner) throws(JSONScanner.Failure) in
+                    guard scanner.isString(valueRange) else {
+                        failure = "the \(section) value of key '\(key.prefix(80))' is not a string"
+                        return
+                    }
+                    let string = try scanner.string(in: valueRange)
+                    if isBinary {
+                        guard let bytes = Data(base64Encoded: string) else {
+                            failure = "the value of key '\(key.prefix(80))' is not valid Base64"
+                            return
+                        }
+                        add(key, bytes)
+                    } else {
+                        add(key, Data(string.utf8))
+                    }
+                }
+                if let failure { return .failure(.invalid(failure)) }
+            }
+            if let duplicate { return .failure(.invalid("key '\(duplicate.prefix(80))' appears twice")) }
+            return .success(entries)
+        } catch {
+            return .failure(.invalid(error.reason))
         }
-        return .success(entries)
     }
 }

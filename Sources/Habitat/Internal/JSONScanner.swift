@@ -1,0 +1,299 @@
+import Foundation
+
+/// A strict JSON scanner that validates a document and reports where each value lies, without
+/// building it.
+///
+/// NB: it exists so the JSON file store can keep each value as plain JSON inside its document
+/// and hand the exact bytes back: a value is then decoded once, by the caller's `Decodable`,
+/// instead of once as a string inside the document and again as JSON. It validates everything
+/// RFC 8259 asks (structure, strings and their escapes, UTF-8, numbers, literals) and refuses
+/// nesting deeper than `maximumDepth` instead of recursing without bound.
+struct JSONScanner {
+    struct Failure: Error, Equatable {
+        let reason: String
+
+        static func invalid(_ reason: String) -> Failure { Failure(reason: reason) }
+    }
+
+    /// How deep objects and arrays may nest.
+    static let maximumDepth = 512
+
+    let bytes: [UInt8]
+    private(set) var position = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    // MARK: Entry points
+
+    /// Whether `bytes` is exactly one JSON value, with no whitespace around it.
+    static func isSingleValue(_ bytes: [UInt8]) -> Bool {
+        var scanner = JSONScanner(bytes)
+        guard let first = bytes.first, !isWhitespace(first), let last = bytes.last, !isWhitespace(last) else {
+            return false
+        }
+        do {
+            try scanner.skipValue(depth: 0)
+            return scanner.position == bytes.count
+        } catch {
+            return false
+        }
+    }
+
+    /// Scans an object at the top level and calls `member` with each key and its value's range.
+    mutating func scanTopLevelObject(_ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+        skipWhitespace()
+        try scanObject(depth: 0, member)
+        skipWhitespace()
+        guard position == bytes.count else { throw .invalid("unexpected content after the document at byte \(position)") }
+    }
+
+    /// Scans the object in `range` and calls `member` with each key and its value's range.
+    mutating func scanObject(in range: Range<Int>, _ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+        let saved = position
+        position = range.lowerBound
+        defer { position = saved }
+        try scanObject(depth: 1, member)
+    }
+
+    /// The string in `range`, decoded.
+    mutating func string(in range: Range<Int>) throws(Failure) -> String {
+        let saved = position
+        position = range.lowerBound
+        defer { position = saved }
+        return try scanString()
+    }
+
+    /// The integer in `range`, if it is one that fits an `Int`.
+    func integer(in range: Range<Int>) -> Int? {
+        Int(String(decoding: bytes[range], as: UTF8.self))
+    }
+
+    func isObject(_ range: Range<Int>) -> Bool { bytes[range.lowerBound] == UInt8(ascii: "{") }
+    func isString(_ range: Range<Int>) -> Bool { bytes[range.lowerBound] == UInt8(ascii: "\"") }
+
+    // MARK: Grammar
+
+    private mutating func scanObject(depth: Int, _ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+        guard depth < Self.maximumDepth else { throw .invalid("nested deeper than \(Self.maximumDepth) levels") }
+        try expect(UInt8(ascii: "{"))
+        skipWhitespace()
+        if peek() == UInt8(ascii: "}") {
+            position += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            let key = try scanString()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"))
+            skipWhitespace()
+            let start = position
+            try skipValue(depth: depth + 1)
+            try member(key, start..<position, &self)
+            skipWhitespace()
+            guard let next = next() else { throw .invalid("unterminated object") }
+            if next == UInt8(ascii: "}") { return }
+            guard next == UInt8(ascii: ",") else { throw .invalid("expected ',' or '}' at byte \(position - 1)") }
+        }
+    }
+
+    private mutating func skipValue(depth: Int) throws(Failure) {
+        guard depth < Self.maximumDepth else { throw .invalid("nested deeper than \(Self.maximumDepth) levels") }
+        guard let byte = peek() else { throw .invalid("expected a value at the end") }
+        switch byte {
+        case UInt8(ascii: "{"):
+            try scanObject(depth: depth) { (_, _, _) throws(Failure) in }
+        case UInt8(ascii: "["):
+            position += 1
+            skipWhitespace()
+            if peek() == UInt8(ascii: "]") {
+                position += 1
+                return
+            }
+            while true {
+                skipWhitespace()
+                try skipValue(depth: depth + 1)
+                skipWhitespace()
+                guard let next = next() else { throw .invalid("unterminated array") }
+                if next == UInt8(ascii: "]") { return }
+                guard next == UInt8(ascii: ",") else { throw .invalid("expected ',' or ']' at byte \(position - 1)") }
+            }
+        case UInt8(ascii: "\""):
+            _ = try scanString()
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            try skipNumber()
+        default:
+            throw .invalid("unexpected byte \(byte) at \(position)")
+        }
+    }
+
+    private mutating func skipNumber() throws(Failure) {
+        if peek() == UInt8(ascii: "-") { position += 1 }
+        guard let first = peek(), Self.isDigit(first) else { throw .invalid("invalid number at byte \(position)") }
+        position += 1
+        if first != UInt8(ascii: "0") { skipDigits() }
+        if peek() == UInt8(ascii: ".") {
+            position += 1
+            guard let digit = peek(), Self.isDigit(digit) else { throw .invalid("invalid number at byte \(position)") }
+            skipDigits()
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            position += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { position += 1 }
+            guard let digit = peek(), Self.isDigit(digit) else { throw .invalid("invalid number at byte \(position)") }
+            skipDigits()
+        }
+    }
+
+    private mutating func skipDigits() {
+        while let byte = peek(), Self.isDigit(byte) { position += 1 }
+    }
+
+    /// Scans a string and returns it decoded.
+    private mutating func scanString() throws(Failure) -> String {
+        try expect(UInt8(ascii: "\""))
+        var scalars = String.UnicodeScalarView()
+        var runStart = position
+        var plain = true  // no escapes so far: the string is one slice of the input
+        func flush(_ end: Int) throws(Failure) {
+            guard let text = String(bytes: bytes[runStart..<end], encoding: .utf8) else {
+                throw .invalid("invalid UTF-8 in a string")
+            }
+            scalars.append(contentsOf: text.unicodeScalars)
+        }
+        while true {
+            guard let byte = next() else { throw .invalid("unterminated string") }
+            switch byte {
+            case UInt8(ascii: "\""):
+                if plain {
+                    guard let text = String(bytes: bytes[runStart..<(position - 1)], encoding: .utf8) else {
+                        throw .invalid("invalid UTF-8 in a string")
+                    }
+                    return text
+                }
+                try flush(position - 1)
+                return String(scalars)
+            case UInt8(ascii: "\\"):
+                try flush(position - 1)
+                plain = false
+                scalars.append(try scanEscape())
+                runStart = position
+            case 0..<0x20:
+                throw .invalid("unescaped control character in a string at byte \(position - 1)")
+            default:
+                continue
+            }
+        }
+    }
+
+    private mutating func scanEscape() throws(Failure) -> Unicode.Scalar {
+        guard let byte = next() else { throw .invalid("unterminated escape") }
+        switch byte {
+        case UInt8(ascii: "\""): return "\""
+        case UInt8(ascii: "\\"): return "\\"
+        case UInt8(ascii: "/"): return "/"
+        case UInt8(ascii: "b"): return "\u{08}"
+        case UInt8(ascii: "f"): return "\u{0C}"
+        case UInt8(ascii: "n"): return "\n"
+        case UInt8(ascii: "r"): return "\r"
+        case UInt8(ascii: "t"): return "\t"
+        case UInt8(ascii: "u"):
+            let first = try scanHex4()
+            if (0xD800..<0xDC00).contains(first) {
+                guard next() == UInt8(ascii: "\\"), next() == UInt8(ascii: "u") else {
+                    throw .invalid("unpaired surrogate in a string")
+                }
+                let second = try scanHex4()
+                guard (0xDC00..<0xE000).contains(second),
+                      let scalar = Unicode.Scalar(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))
+                else { throw .invalid("invalid surrogate pair in a string") }
+                return scalar
+            }
+            guard let scalar = Unicode.Scalar(first) else { throw .invalid("unpaired surrogate in a string") }
+            return scalar
+        default:
+            throw .invalid("invalid escape at byte \(position - 1)")
+        }
+    }
+
+    private mutating func scanHex4() throws(Failure) -> UInt32 {
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let byte = next() else { throw .invalid("unterminated escape") }
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw .invalid("invalid \\u escape")
+            }
+            value = value * 16 + digit
+        }
+        return value
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(Failure) {
+        let count = literal.utf8CodeUnitCount
+        guard position + count <= bytes.count else { throw .invalid("invalid literal at byte \(position)") }
+        let matches = literal.withUTF8Buffer { expected in
+            expected.elementsEqual(bytes[position..<(position + count)])
+        }
+        guard matches else { throw .invalid("invalid literal at byte \(position)") }
+        position += count
+    }
+
+    private mutating func expect(_ byte: UInt8) throws(Failure) {
+        guard next() == byte else {
+            throw .invalid("expected '\(Character(Unicode.Scalar(byte)))' at byte \(max(0, position - 1))")
+        }
+    }
+
+    private func peek() -> UInt8? {
+        position < bytes.count ? bytes[position] : nil
+    }
+
+    private mutating func next() -> UInt8? {
+        guard position < bytes.count else { return nil }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    private mutating func skipWhitespace() {
+        while let byte = peek(), Self.isWhitespace(byte) { position += 1 }
+    }
+
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
+    static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+}
+
+/// Writes `string` as a JSON string literal.
+func appendJSONString(_ string: String, to output: inout [UInt8]) {
+    output.append(UInt8(ascii: "\""))
+    for byte in string.utf8 {
+        switch byte {
+        case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+        case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+        case UInt8(ascii: "\n"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+        case UInt8(ascii: "\r"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+        case UInt8(ascii: "\t"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+        case 0..<0x20:
+            let hex = Array("0123456789abcdef".utf8)
+            output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+        default: output.append(byte)
+        }
+    }
+    output.append(UInt8(ascii: "\""))
+}
