@@ -74,16 +74,24 @@ enum FileSystem {
             throw .unreadable(path: path, reason: lastError())
         }
         defer { close(fd) }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var status = stat()
+        let expected = fstat(fd, &status) == 0 ? Int(status.st_size) : 0
+        var data = Data(count: max(expected, 4096))
+        var filled = 0
         while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc_read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return data }
+            if filled == data.count { data.count *= 2 }
+            let count = data.withUnsafeMutableBytes { buffer in
+                Glibc_read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if count == 0 {
+                data.count = filled
+                return data
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw .unreadable(path: path, reason: lastError())
             }
-            data.append(contentsOf: buffer[0..<count])
+            filled += count
         }
     }
 

@@ -122,9 +122,8 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         var text: [(String, String)] = []
         var binary: [(String, String)] = []
         for (key, data) in entries.sorted(by: { $0.key < $1.key }) {
-            let bytes = [UInt8](data)
-            if JSONScanner.isSingleValue(bytes) {
-                values.append((key, bytes))
+            if JSONScanner.isSingleValue(data) {
+                values.append((key, [UInt8](data)))
             } else if let string = String(data: data, encoding: .utf8) {
                 text.append((key, string))
             } else {
@@ -156,7 +155,10 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     }
 
     static func decode(_ data: Data) -> Result<[String: Data], DecodeFailure> {
-        var scanner = JSONScanner([UInt8](data))
+        JSONScanner.scan(data) { scanner in decode(&scanner) }
+    }
+
+    private static func decode(_ scanner: inout JSONScanner) -> Result<[String: Data], DecodeFailure> {
         var members: [String: Range<Int>] = [:]
         do throws(JSONScanner.Failure) {
             try scanner.scanTopLevelObject { key, range, _ in members[key] = range }
@@ -181,7 +183,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
                 if entries.updateValue(value, forKey: key) != nil { duplicate = key }
             }
             try scanner.scanObject(in: valuesRange) { key, range, scanner in
-                add(key, Data(scanner.bytes[range]))
+                add(key, Data(UnsafeBufferPointer(rebasing: scanner.bytes[range])))
             }
             for (section, isBinary) in [("text", false), ("binary", true)] {
                 guard let range = members[section] else { continue }
