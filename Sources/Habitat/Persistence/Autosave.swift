@@ -3,18 +3,27 @@
 @usableFromInline
 final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     // Safe: `target` is read and written only with `lock` held, and saves run under it too, so
-    // they happen one at a time and each writes the state as it is when it runs.
+    // they happen one at a time and each writes the state as it is when it runs. `enabled` is
+    // atomic, and only a hint: the lock decides.
     private let lock = Lock()
     private var target: (sessions: SessionStore<App>, onError: @Sendable (SnapshotError) -> Void)?
+    /// 1 while a target is set, so transitions skip autosave with one load when it is off.
+    @usableFromInline let enabled = AtomicCounter(0)
 
     init() {}
 
     func enable(_ sessions: SessionStore<App>, onError: @escaping @Sendable (SnapshotError) -> Void) {
-        lock.withLock { target = (sessions, onError) }
+        lock.withLock {
+            target = (sessions, onError)
+            enabled.store(1)
+        }
     }
 
     func disable() {
-        lock.withLock { target = nil }
+        lock.withLock {
+            target = nil
+            enabled.store(0)
+        }
     }
 
     /// Saves `environment()` if autosave is on, reporting a failure to the error handler.
@@ -59,8 +68,13 @@ extension EnvironmentStack {
     }
 
     /// Called after a session or configuration transition committed.
-    @usableFromInline
+    @inlinable
     func didTransition() {
+        if _slowPath(autosave.enabled.load() != 0) { autosaveIfUnscoped() }
+    }
+
+    @usableFromInline
+    func autosaveIfUnscoped() {
         guard scopedState() == nil else { return }
         autosave.save { root.topEnvironment }
     }
