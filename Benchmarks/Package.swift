@@ -1,0 +1,39 @@
+// swift-tools-version:6.3
+//
+// Habitat's benchmarks, side by side with the peers and the physical floor, in one run.
+// A package of its own so the library never depends on the harness or the peers.
+//
+//     bash Benchmarks/compare.sh          # run everything, print the table, write results.tsv
+
+import Foundation
+import PackageDescription
+
+// SwiftPM names a path dependency after its directory, so Habitat's package identity is the
+// name of whatever directory the repository was cloned into.
+let habitat = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().lastPathComponent.lowercased()
+
+let package = Package(
+    name: "HabitatBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/pointfreeco/swift-dependencies", exact: "1.17.1"),
+        .package(url: "https://github.com/Swinject/Swinject", exact: "2.10.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "HabitatBenchmarks",
+            dependencies: [
+                .product(name: "Habitat", package: habitat),
+                .product(name: "Benchmark", package: "benchmark"),
+                // NB: `Dependencies` only, never `DependenciesMacros`: the macros pull in
+                // swift-syntax, about 12 minutes of release build on these machines.
+                .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "Swinject", package: "Swinject"),
+            ],
+            path: "HabitatBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ]
+)
