@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark once, side by side with the peers, then prints the comparison table and
-# writes it to results.tsv and results.svg.
+# writes it to results.tsv (for scripts), results.md (for the README) and results.svg (a plot).
 #
 #     bash Benchmarks/compare.sh            # the full run (a few minutes)
 #     bash Benchmarks/compare.sh --smoke    # a few iterations of everything; targets not checked
@@ -19,5 +19,5 @@ swift package --allow-writing-to-package-directory benchmark \
 if [ $smoke = 1 ]; then
     python3 summarize.py "$out"/*.csv --smoke
 else
-    python3 summarize.py "$out"/*.csv --tsv results.tsv --svg results.svg
+    python3 summarize.py "$out"/*.csv --tsv results.tsv --svg results.svg --markdown results.md
 fi

@@ -71,6 +71,7 @@ def main():
     parser.add_argument("csv", nargs="+")
     parser.add_argument("--tsv")
     parser.add_argument("--svg")
+    parser.add_argument("--markdown")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     results = load(args.csv)
@@ -126,6 +127,19 @@ def main():
                 ]) + "\n")
     if args.svg:
         write_svg(args.svg, table)
+    if args.markdown:
+        with open(args.markdown, "w") as handle:
+            handle.write("| operation | Habitat ns/op | compared with | their ns/op | ratio | target | met |\n")
+            handle.write("| --- | ---: | --- | ---: | ---: | ---: | :---: |\n")
+            for row, h, peer, p, ratio, target in table:
+                met = "" if target is None or ratio is None else ("yes" if ratio <= target else "**no**")
+                target_text = "-" if target is None else f"<= {target:.3g}"
+                ratio_text = "-" if ratio is None else (f"{ratio:.4f}" if ratio < 0.1 else f"{ratio:.2f}")
+                handle.write(f"| {row} | {fmt(h)} | {peer} | {fmt(p)} | {ratio_text} | {target_text} | {met} |\n")
+            if mallocs is not None:
+                handle.write(f"\nMallocs per field read beyond the floor's: {mallocs:.6f} (target 0).  \n")
+            if depth is not None:
+                handle.write(f"Memory per frame at depth 10,000: {depth:.0f} bytes (the changed field is an 8-byte Int).\n")
     print(f"{failures} target(s) missed")
 
 

@@ -18,7 +18,9 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<Bool, Environment<App>>
     // when the frame is created, before it is published, and afterwards only by
     // `takeEnvironment()`, which the owning state calls with its lock held, on a frame that is
     // off the stack and that nothing else references (`isKnownUniquelyReferenced`), so no other
-    // thread can read it then or ever again. Every other access is a read.
+    // thread can read it then or ever again; the state may then keep the empty frame as its
+    // spare and `refill()` it, still under its lock, before publishing it again. Every other
+    // access is a read.
 
     /// Creates a frame holding `environment`.
     @inlinable
@@ -45,6 +47,14 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<Bool, Environment<App>>
     @inlinable
     var environment: Environment<App> {
         _read { yield environmentAddress.pointee }
+    }
+
+    /// Puts `environment` into a frame whose environment was taken, so the frame can be pushed
+    /// again without an allocation. Call with the owning state's lock held, on its spare frame.
+    @inlinable
+    func refill(_ environment: consuming Environment<App>) {
+        environmentAddress.initialize(to: environment)
+        withUnsafeMutablePointerToHeader { $0.pointee = false }
     }
 
     /// Moves the environment out of a frame that nothing else references. Call with the owning

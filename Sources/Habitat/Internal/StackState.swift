@@ -35,6 +35,11 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         @usableFromInline var sequence: UInt64 = 0
         @usableFromInline var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
         @usableFromInline var nextSubscriberID: UInt64 = 0
+        /// An empty frame left by a pop, reused by the next push.
+        ///
+        /// NB: push-then-pop is what tests and previews do all day; with one spare frame the
+        /// pair allocates and frees nothing.
+        @usableFromInline var spare: Frame<App>?
         /// For a scope's state: the owning stack's count of live scopes, decremented on deinit.
         @usableFromInline let liveScopes: AtomicCounter?
 
@@ -147,11 +152,17 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             let current = frame(for: slot).takeUnretainedValue()
             let expected = slot.pointee.stamp
             guard let new = try transform(current.environment) else { return nil }
-            let frame = Frame.make(new)
             lock()
             guard loadStamp() == expected else {
                 unlock()
                 continue
+            }
+            let frame: Frame<App>
+            if let spare = guarded.pointee.spare.take() {
+                spare.refill(new)
+                frame = spare
+            } else {
+                frame = Frame.make(new)
             }
             if pushing { guarded.pointee.below.append(guarded.pointee.top) }
             guarded.pointee.top = frame
@@ -172,8 +183,15 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         var old = guarded.pointee.top
         guarded.pointee.top = newTop
         publish(.pop, old: old, new: newTop)
-        // NB: a popped frame that no reader holds gives up its environment without a copy.
-        let environment = isKnownUniquelyReferenced(&old) ? old.takeEnvironment() : old.environment
+        // NB: a popped frame that no reader holds gives up its environment without a copy, and
+        // stays as the spare for the next push.
+        let environment: Environment<App>
+        if isKnownUniquelyReferenced(&old) {
+            environment = old.takeEnvironment()
+            if guarded.pointee.spare == nil { guarded.pointee.spare = old }
+        } else {
+            environment = old.environment
+        }
         unlock()
         // The frame, and the environment if the caller discards it, are released after the
         // lock, so services that do work in `deinit` can't deadlock on the stack.
