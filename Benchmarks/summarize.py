@@ -9,6 +9,7 @@ import argparse
 import csv
 import html
 import math
+import statistics
 import sys
 
 # Inner operations per measured iteration (the benchmarks' scaling factors).
@@ -37,16 +38,19 @@ ROWS = [
 
 
 def load(paths):
-    """{benchmark: {metric: p50 per iteration}}"""
-    results = {}
+    """{benchmark: {metric: p50 per iteration}}, the median over the runs (one file per run)."""
+    samples = {}
     for path in paths:
         with open(path, newline="") as handle:
             lines = [line for line in handle if not line.startswith("#")]
         for row in csv.DictReader(lines):
             if row.get("percentile") != "50.0":
                 continue
-            results.setdefault(row["test"], {})[row["metric"]] = float(row["value"])
-    return results
+            samples.setdefault(row["test"], {}).setdefault(row["metric"], []).append(float(row["value"]))
+    return {
+        test: {metric: statistics.median(values) for metric, values in metrics.items()}
+        for test, metrics in samples.items()
+    }
 
 
 def per_op(results, name, metric="Time(wallclock)"):

@@ -63,7 +63,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         return scopedState() ?? root
     }
 
-    @usableFromInline
+    @inlinable
     func scopedState() -> StackState<App>? {
         var link = Scopes.innermost.get()
         while let current = link {
