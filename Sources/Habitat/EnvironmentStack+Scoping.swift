@@ -54,7 +54,7 @@ extension EnvironmentStack {
         _ environment: Environment<App>,
         operation: () throws(E) -> R
     ) throws(E) -> R {
-        let link = makeScope(environment)
+        var link: ScopeLink? = makeScope(environment)
         let outcome = Scopes.innermost.withValue(link) { () -> Result<R, E> in
             do throws(E) {
                 return .success(try operation())
@@ -62,6 +62,7 @@ extension EnvironmentStack {
                 return .failure(error)
             }
         }
+        endScope(&link)
         return try outcome.get()
     }
 
@@ -110,7 +111,7 @@ extension EnvironmentStack {
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        let link = makeScope(environment)
+        var link: ScopeLink? = makeScope(environment)
         let outcome = await Scopes.innermost.withValue(
             link,
             operation: { () async -> Result<R, E> in
@@ -122,16 +123,32 @@ extension EnvironmentStack {
             },
             isolation: isolation
         )
+        endScope(&link)
         return try outcome.get()
     }
 
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
     @inlinable
     func makeScope(_ environment: Environment<App>) -> ScopeLink {
-        ScopeLink(
-            stackID: id,
-            state: StackState.make(base: environment, liveScopes: liveScopes),
-            next: Scopes.innermost.get()
-        )
+        let state: StackState<App>
+        if let pooled = scopePool.take() {
+            pooled.reuse(base: environment, liveScopes: liveScopes)
+            state = pooled
+        } else {
+            state = StackState.make(base: environment, liveScopes: liveScopes)
+        }
+        return ScopeLink(stackID: id, state: state, next: Scopes.innermost.get())
+    }
+
+    /// Ends a scope: when nothing outlives it (no task started in it still runs), its state goes
+    /// back to the pool for the next scope; otherwise the last task to finish frees it.
+    @inlinable
+    func endScope(_ link: inout ScopeLink?) {
+        guard isKnownUniquelyReferenced(&link) else { return }
+        var state: StackState<App>? = link.map { unsafeDowncast($0.state, to: StackState<App>.self) }
+        link = nil
+        guard isKnownUniquelyReferenced(&state), let state else { return }
+        state.retire()
+        scopePool.put(state)
     }
 }

@@ -36,6 +36,11 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// How many scope states of this stack are alive. While it is zero, no task can be in a
     /// scope of this stack, and a read goes straight to `root` without a task-local lookup.
     @usableFromInline let liveScopes = AtomicCounter(0)
+    /// Scope states whose scopes ended, ready for the next `withEnvironment`.
+    ///
+    /// NB: building a scope's state and tearing it down again were most of what a scope cost;
+    /// a scope that leaves nothing behind hands its state back here instead.
+    @usableFromInline let scopePool = ScopePool<App>()
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
     /// `liveScopes.storage` and `root.stampWord`, read directly on the hot path.

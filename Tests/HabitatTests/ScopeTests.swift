@@ -203,4 +203,44 @@ import Testing
         }
         #expect(label == "main")
     }
+
+    @Test func aScopeStartsCleanEvenWhenItReusesAnEndedScopesState() async {
+        let stack = makeStack()
+        for round in 0..<5 {
+            let observed = await stack.withEnvironment({ $0.config.timeout = round }) { () async -> [EnvironmentChange<TestApp>] in
+                #expect(stack.depth == 1, "round \(round)")
+                #expect(stack.current.session == nil)
+                #expect(stack.current.config.timeout == round)
+                let changes = stack.changes
+                stack.push { $0.services.label = "pushed \(round)" }
+                stack.push { $0.services.label = "pushed again" }
+                stack.login(user: .ada, token: AccessToken("t\(round)"))
+                return await collect(3, from: changes)
+            }
+            #expect(observed.map(\.sequence) == [1, 2, 3], "numbering restarts in each scope")
+        }
+        #expect(stack.depth == 1)
+        #expect(stack.current.config.timeout == 30)
+    }
+
+    @Test func aScopeWhoseTaskOutlivesItIsNotReused() async {
+        let stack = makeStack()
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let survivor = stack.withEnvironment({ $0.services.label = "first" }) {
+            stack.push { $0.config.timeout = 1 }
+            return Task { () -> (String, Int, Int) in
+                for await _ in gate { break }
+                return (stack.current.services.label, stack.current.config.timeout, stack.depth)
+            }
+        }
+        stack.withEnvironment({ $0.services.label = "second" }) {
+            #expect(stack.depth == 1)
+            #expect(stack.current.services.label == "second")
+        }
+        open.yield()
+        let (label, timeout, depth) = await survivor.value
+        #expect(label == "first")
+        #expect(timeout == 1)
+        #expect(depth == 2)
+    }
 }

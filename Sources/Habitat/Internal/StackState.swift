@@ -40,8 +40,9 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         /// NB: push-then-pop is what tests and previews do all day; with one spare frame the
         /// pair allocates and frees nothing.
         @usableFromInline var spare: Frame<App>?
-        /// For a scope's state: the owning stack's count of live scopes, decremented on deinit.
-        @usableFromInline let liveScopes: AtomicCounter?
+        /// For a scope's state: the owning stack's count of live scopes, decremented when the
+        /// state dies or goes back to its stack's pool.
+        @usableFromInline var liveScopes: AtomicCounter?
 
         @inlinable
         init(top: Frame<App>, liveScopes: AtomicCounter?) {
@@ -63,6 +64,43 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         }
         liveScopes?.add(1)
         return state
+    }
+
+    /// Readies a pooled scope state for a new scope whose base is `base`. The state must be
+    /// referenced by nothing but the caller.
+    @inlinable
+    func reuse(base: Environment<App>, liveScopes: AtomicCounter) {
+        lock()
+        if isKnownUniquelyReferenced(&guarded.pointee.top) {
+            _ = guarded.pointee.top.takeEnvironment()
+            guarded.pointee.top.refill(base)
+        } else {
+            // A thread's reader slot still holds the old base: leave it to that slot.
+            guarded.pointee.top = Frame.make(base)
+        }
+        guarded.pointee.liveScopes = liveScopes
+        habitat_atomic_store_release_u64(stampWord, nextStamp())
+        unlock()
+        liveScopes.add(1)
+    }
+
+    /// Ends a scope's life without freeing its memory, so its stack can pool it: forgets its
+    /// frames above the base, finishes its change streams and restarts its numbering. The
+    /// state must be referenced by nothing but the caller.
+    @inlinable
+    func retire() {
+        lock()
+        let below = guarded.pointee.below
+        let subscribers = guarded.pointee.subscribers
+        let liveScopes = guarded.pointee.liveScopes
+        guarded.pointee.below.removeAll(keepingCapacity: true)
+        guarded.pointee.subscribers = [:]
+        guarded.pointee.sequence = 0
+        guarded.pointee.liveScopes = nil
+        unlock()
+        for continuation in subscribers.values { continuation.finish() }
+        liveScopes?.subtract(1)
+        _ = below  // released here, after the lock
     }
 
     @inlinable
@@ -283,4 +321,36 @@ final class WeakState: @unchecked Sendable {
 
     @inlinable
     init(_ state: AnyObject) { self.state = state }
+}
+
+/// A few retired scope states of one stack, kept for reuse.
+@usableFromInline
+final class ScopePool<App: EnvironmentSchema>: @unchecked Sendable {
+    // Safe: `states` is read and written only with `lock` held, and a state in the pool is
+    // referenced by the pool alone.
+    @usableFromInline let lock = Lock()
+    // The lock makes access exclusive; a run-time check on top measured as much as the lock.
+    @exclusivity(unchecked) @usableFromInline var states: [StackState<App>] = []
+    /// Enough for the scopes one stack has open at once on a few threads; more are freed.
+    @usableFromInline static var capacity: Int { 8 }
+
+    @usableFromInline init() {}
+
+    @inlinable
+    func take() -> StackState<App>? {
+        lock.lock()
+        defer { lock.unlock() }
+        return states.popLast()
+    }
+
+    @inlinable
+    func put(_ state: StackState<App>) {
+        lock.lock()
+        if states.count < Self.capacity {
+            states.append(state)
+            lock.unlock()
+        } else {
+            lock.unlock()
+        }
+    }
 }
