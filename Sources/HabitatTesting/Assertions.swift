@@ -30,16 +30,7 @@ public func expectChanges<App: EnvironmentSchema, R>(
     column: UInt = #column,
     during operation: () async throws -> R
 ) async rethrows -> [EnvironmentChange<App>] {
-    let (stream, stop) = stack.recordChanges()
-    do {
-        _ = try await operation()
-    } catch {
-        stop()
-        throw error
-    }
-    stop()
-    var changes: [EnvironmentChange<App>] = []
-    for await change in stream { changes.append(change) }
+    let changes = try await recordChanges(in: stack, during: operation)
     let observed = changes.map(\.kind)
     if observed != kinds {
         reportIssue(
@@ -72,17 +63,8 @@ public func expectLogin<App: EnvironmentSchema, R>(
     column: UInt = #column,
     during operation: () async throws -> R
 ) async rethrows where App.User: Equatable {
-    let (stream, stop) = stack.recordChanges()
     let before = stack.current.currentUser
-    do {
-        _ = try await operation()
-    } catch {
-        stop()
-        throw error
-    }
-    stop()
-    var changes: [EnvironmentChange<App>] = []
-    for await change in stream { changes.append(change) }
+    let changes = try await recordChanges(in: stack, during: operation)
     let after = stack.current.currentUser
     guard changes.contains(where: { $0.kind == .login }) else {
         reportIssue(
@@ -99,6 +81,24 @@ public func expectLogin<App: EnvironmentSchema, R>(
             fileID: fileID, filePath: filePath, line: line, column: column
         )
     }
+}
+
+/// Runs `operation` and returns the changes it made to `stack`, in order.
+private func recordChanges<App: EnvironmentSchema, R>(
+    in stack: EnvironmentStack<App>,
+    during operation: () async throws -> R
+) async rethrows -> [EnvironmentChange<App>] {
+    let (stream, stop) = stack.recordChanges()
+    do {
+        _ = try await operation()
+    } catch {
+        stop()
+        throw error
+    }
+    stop()
+    var changes: [EnvironmentChange<App>] = []
+    for await change in stream { changes.append(change) }
+    return changes
 }
 
 private func describe<User>(_ user: User?) -> String {

@@ -38,26 +38,18 @@ enum FileSystem {
         }
     }
 
-    /// Runs `body` holding an advisory lock on `lockPath` (created owner-only when missing).
+    /// Runs `body` holding an exclusive advisory lock on `lockPath` (created owner-only when
+    /// missing).
     ///
     /// NB: the lock lives in its own file because the data file is replaced by `rename`, and a
     /// lock on a file that has been renamed over no longer excludes anyone.
-    static func withLock<R>(
-        _ lockPath: String,
-        exclusive: Bool,
-        _ body: () throws(StoreError) -> R
-    ) throws(StoreError) -> R {
+    static func withLock<R>(_ lockPath: String, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            let reason = lastError()
-            if errno == EROFS || errno == EACCES, !exclusive {
-                // A read-only location can still be read without a lock: nobody can write it.
-                return try body()
-            }
-            throw .unwritable(path: lockPath, reason: "cannot open the lock file (\(reason))")
+            throw .unwritable(path: lockPath, reason: "cannot open the lock file (\(lastError()))")
         }
         defer { close(fd) }
-        while flock(fd, exclusive ? LOCK_EX : LOCK_SH) != 0 {
+        while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else {
                 throw .unwritable(path: lockPath, reason: "cannot lock (\(lastError()))")
             }

@@ -88,7 +88,13 @@ struct JSONScanner {
 
     // MARK: Grammar
 
-    private mutating func scanObject(depth: Int, _ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void) throws(Failure) {
+    /// Scans an object; with `decodingKeys` false, keys are validated but not built (and
+    /// `member` receives empty keys), which is what skipping a nested object needs.
+    private mutating func scanObject(
+        depth: Int,
+        decodingKeys: Bool = true,
+        _ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void
+    ) throws(Failure) {
         guard depth < Self.maximumDepth else { throw .invalid("nested deeper than \(Self.maximumDepth) levels") }
         try expect(UInt8(ascii: "{"))
         skipWhitespace()
@@ -98,7 +104,13 @@ struct JSONScanner {
         }
         while true {
             skipWhitespace()
-            let key = try scanString()
+            let key: String
+            if decodingKeys {
+                key = try scanString()
+            } else {
+                try skipString()
+                key = ""
+            }
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
             skipWhitespace()
@@ -117,24 +129,7 @@ struct JSONScanner {
         guard let byte = peek() else { throw .invalid("expected a value at the end") }
         switch byte {
         case UInt8(ascii: "{"):
-            position += 1
-            skipWhitespace()
-            if peek() == UInt8(ascii: "}") {
-                position += 1
-                return
-            }
-            while true {
-                skipWhitespace()
-                try skipString()
-                skipWhitespace()
-                try expect(UInt8(ascii: ":"))
-                skipWhitespace()
-                try skipValue(depth: depth + 1)
-                skipWhitespace()
-                guard let next = next() else { throw .invalid("unterminated object") }
-                if next == UInt8(ascii: "}") { return }
-                guard next == UInt8(ascii: ",") else { throw .invalid("expected ',' or '}' at byte \(position - 1)") }
-            }
+            try scanObject(depth: depth, decodingKeys: false) { (_, _, _) throws(Failure) in }
         case UInt8(ascii: "["):
             position += 1
             skipWhitespace()

@@ -13,7 +13,7 @@ public import Foundation
 ///   killed at any instant leaves the old document or the new one, complete.
 /// - **Several writers.** Each read-modify-write holds an advisory lock (`flock`) on a
 ///   `name.lock` file beside the document, so two processes, or two stores on one file, never
-///   lose each other's keys.
+///   lose each other's keys. Reads need no lock: they see one whole document or the other.
 /// - **Owner-only.** Files and directories the store creates are `0600` and `0700`.
 /// - **Corruption.** A file that is not valid JSON, or not this store's format, is moved aside
 ///   to `name.corrupt-<milliseconds>` and the operation throws ``StoreError/corrupted(path:movedTo:reason:)``,
@@ -63,7 +63,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
         try lock.withLock { () throws(StoreError) in
-            try FileSystem.withLock(lockPath, exclusive: true) { () throws(StoreError) in
+            try FileSystem.withLock(lockPath) { () throws(StoreError) in
                 var entries = try load()
                 for (key, data) in changes { entries[key] = data }
                 try FileSystem.writeAtomically(try Self.encode(entries), to: url.path)
@@ -74,12 +74,19 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     /// Every key and value in the document.
     /// - Throws: ``StoreError`` when the file can't be read or is corrupted.
     public func readDocument() throws(StoreError) -> [String: Data] {
-        try lock.withLock { () throws(StoreError) in
-            try FileSystem.withLock(lockPath, exclusive: false) { () throws(StoreError) in try load() }
+        // NB: a read takes no file lock. Writers replace the file by `rename`, so a reader sees
+        // the old document or the new one, whole. Only a document that fails to decode is read
+        // again under the writers' lock before it is judged corrupt and moved aside: it may have
+        // been the old file, replaced by a good one a moment ago.
+        guard let data = try FileSystem.read(url.path) else { return [:] }
+        if case .success(let entries) = Self.decode(data) { return entries }
+        return try lock.withLock { () throws(StoreError) in
+            try FileSystem.withLock(lockPath) { () throws(StoreError) in try load() }
         }
     }
 
-    /// Reads and decodes the document. Call with the file lock held.
+    /// Reads and decodes the document, moving a corrupt one aside. Call with the file lock held
+    /// exclusively.
     private func load() throws(StoreError) -> [String: Data] {
         guard let data = try FileSystem.read(url.path) else { return [:] }
         switch Self.decode(data) {
