@@ -34,6 +34,13 @@ let package = Package(
             ],
             path: "HabitatBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
+        // Runs one operation N times for `instructions.sh`, which counts instructions with
+        // callgrind: the stable figure where wall-clock times vary by 30-40% from run to run.
+        .executableTarget(
+            name: "habitat-instruction-probe",
+            dependencies: [.product(name: "Habitat", package: habitat)],
+            path: "InstructionProbe"
+        ),
     ]
 )

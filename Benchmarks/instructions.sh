@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Counts instructions per operation with valgrind's callgrind: the stable figure on machines
+# whose wall-clock times vary by 30-40% from run to run. Each operation runs N and 2N times and
+# the difference is divided by N, so start-up costs cancel out.
+#
+#     bash Benchmarks/instructions.sh        # needs valgrind (apt-get install valgrind)
+set -euo pipefail
+cd "$(dirname "$0")"
+command -v valgrind >/dev/null || { echo "instructions.sh needs valgrind" >&2; exit 1; }
+swift build -c release --product habitat-instruction-probe >/dev/null
+probe=$(swift build -c release --show-bin-path)/habitat-instruction-probe
+
+count() {  # operation, iterations -> total instructions
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$probe" "$1" "$2" 2>&1 \
+        | awk '/refs:/ { gsub(",", "", $NF); print $NF }'
+}
+
+printf "%-16s %14s\n" operation "instr/op"
+for operation in read read-floor scoped-read scope push-pop push-pop-floor login-logout; do
+    n=20000
+    case $operation in read|read-floor|scoped-read) n=1000000 ;; esac
+    a=$(count "$operation" "$n")
+    b=$(count "$operation" $((2 * n)))
+    printf "%-16s %14s\n" "$operation" "$(( (b - a) / n ))"
+done
