@@ -25,10 +25,10 @@ public import _HabitatShims
 /// own, for the calling task and its child tasks only: ``current`` is the scope's top, and
 /// ``push(_:)``, ``pop()``, ``login(user:token:)``, ``logout()`` and the updates change the
 /// scope's stack, never the global one or another task's. When the scope ends, they are gone.
+// Safe: every stored property is immutable. The two raw pointers point into the atomic
+// words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
+// read with atomic loads. All mutable state lives in `StackState`, behind its lock.
 public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable {
-    // Safe: every stored property is immutable. The two raw pointers point into the atomic
-    // words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
-    // read with atomic loads. All mutable state lives in `StackState`, behind its lock.
     /// Process-unique, so a task's scopes can name their stack without retaining it.
     @usableFromInline let id: UInt64
     /// The global (unscoped) stack.

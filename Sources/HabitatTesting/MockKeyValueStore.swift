@@ -9,8 +9,8 @@ public import Habitat
 /// #expect(throws: StoreError.self) { try sessions.save(env) }
 /// #expect(store.operations == [.write(["habitat.session": .written])])
 /// ```
+// Safe: every stored property is read and written only with `lock` held.
 public final class MockKeyValueStore: KeyValueStore, @unchecked Sendable {
-    // Safe: every stored property is read and written only with `lock` held.
 
     /// One call made to the store.
     public enum Operation: Sendable, Hashable, CustomStringConvertible {
@@ -93,8 +93,8 @@ public final class MockKeyValueStore: KeyValueStore, @unchecked Sendable {
 /// A ``SecretStore`` for tests that records every operation in order and can be told to fail.
 ///
 /// The log records which keys were read, written or deleted, never the secrets.
+// Safe: every stored property is read and written only with `lock` held.
 public final class MockSecretStore: SecretStore, @unchecked Sendable {
-    // Safe: every stored property is read and written only with `lock` held.
 
     /// One call made to the store.
     public enum Operation: Sendable, Hashable {

@@ -30,8 +30,8 @@ public enum TestWorld {
         }
     }
 
+    // Safe: `value` is read and written only with `lock` held.
     private final class Counter: @unchecked Sendable {
-        // Safe: `value` is read and written only with `lock` held.
         private let lock = NSLock()
         private var value: UInt64 = 0
         func next() -> UInt64 {

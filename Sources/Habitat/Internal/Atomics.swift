@@ -5,9 +5,9 @@ public import _HabitatShims
 /// NB: the address must not move while other threads use it, so it lives in its own
 /// allocation rather than in a Swift stored property.
 @usableFromInline
+// Safe: the storage is only read and written through the atomic builtins in
+// `_HabitatShims`, and the pointer itself never changes.
 final class AtomicCounter: @unchecked Sendable {
-    // Safe: the storage is only read and written through the atomic builtins in
-    // `_HabitatShims`, and the pointer itself never changes.
     @usableFromInline let storage: UnsafeMutablePointer<UInt64>
 
     @usableFromInline

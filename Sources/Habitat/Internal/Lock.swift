@@ -61,9 +61,9 @@ enum Mutex {
 
 /// A lock object, for the classes that need one of their own.
 @usableFromInline
+// Safe: the mutex lives at a fixed heap address for the object's lifetime and is only
+// touched through the platform's lock functions, which are themselves thread-safe.
 final class Lock: @unchecked Sendable {
-    // Safe: the mutex lives at a fixed heap address for the object's lifetime and is only
-    // touched through the platform's lock functions, which are themselves thread-safe.
     @usableFromInline let mutex: UnsafeMutablePointer<PlatformMutex>
 
     @usableFromInline

@@ -3,9 +3,9 @@
 /// NB: a task-local can't be generic, so links hold their stack's state type-erased and are
 /// matched by the stack's process-unique `id`.
 @usableFromInline
+// Safe: every property is immutable, and `state` is a `StackState`, whose mutable parts are
+// all behind its own lock or atomic (it can't say `Sendable` itself, being a `ManagedBuffer`).
 final class ScopeLink: @unchecked Sendable {
-    // Safe: every property is immutable, and `state` is a `StackState`, whose mutable parts are
-    // all behind its own lock or atomic (it can't say `Sendable` itself, being a `ManagedBuffer`).
     @usableFromInline let stackID: UInt64
     @usableFromInline let state: AnyObject
     @usableFromInline let next: ScopeLink?

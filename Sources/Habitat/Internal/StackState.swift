@@ -314,9 +314,9 @@ struct StateWord {
 
 /// A weak reference to a state, for a stream's termination handler.
 @usableFromInline
+// Safe: `state` is set once in `init` and only read afterwards (the weak reference itself is
+// thread-safe), and what is done with it, removing a subscriber, takes the state's lock.
 final class WeakState: @unchecked Sendable {
-    // Safe: `state` is set once in `init` and only read afterwards (the weak reference itself is
-    // thread-safe), and what is done with it, removing a subscriber, takes the state's lock.
     @usableFromInline weak var state: AnyObject?
 
     @inlinable
@@ -325,9 +325,9 @@ final class WeakState: @unchecked Sendable {
 
 /// A few retired scope states of one stack, kept for reuse.
 @usableFromInline
+// Safe: `states` is read and written only with `lock` held, and a state in the pool is
+// referenced by the pool alone.
 final class ScopePool<App: EnvironmentSchema>: @unchecked Sendable {
-    // Safe: `states` is read and written only with `lock` held, and a state in the pool is
-    // referenced by the pool alone.
     @usableFromInline let lock = Lock()
     // The lock makes access exclusive; a run-time check on top measured as much as the lock.
     @exclusivity(unchecked) @usableFromInline var states: [StackState<App>] = []

@@ -1,10 +1,10 @@
 /// Where an ``EnvironmentStack`` saves itself after each session or configuration change, once
 /// ``EnvironmentStack/enableAutosave(to:onError:)`` was called.
 @usableFromInline
+// Safe: `target` is read and written only with `lock` held, and saves run under it too, so
+// they happen one at a time and each writes the state as it is when it runs. `enabled` is
+// atomic, and only a hint: the lock decides.
 final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
-    // Safe: `target` is read and written only with `lock` held, and saves run under it too, so
-    // they happen one at a time and each writes the state as it is when it runs. `enabled` is
-    // atomic, and only a hint: the lock decides.
     private let lock = Lock()
     private var target: (sessions: SessionStore<App>, onError: @Sendable (SnapshotError) -> Void)?
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.

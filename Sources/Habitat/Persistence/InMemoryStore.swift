@@ -6,8 +6,8 @@ public import Foundation
 /// let store = InMemoryStore()
 /// try store.set(3, for: StoreKey<Int>("launches"))
 /// ```
+// Safe: `values` is read and written only with `lock` held.
 public final class InMemoryStore: KeyValueStore, @unchecked Sendable {
-    // Safe: `values` is read and written only with `lock` held.
     private let lock = Lock()
     private var values: [String: Data]
 

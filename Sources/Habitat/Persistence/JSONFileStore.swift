@@ -25,9 +25,9 @@ public import Foundation
 /// A value that is one JSON value (as ``StoreKey`` writes) is stored as itself under
 /// `"values"`, so the file reads like the data it holds; other UTF-8 text as a string under
 /// `"text"`, and any other bytes as Base64 under `"binary"`. Every value reads back byte for byte. The document is small-data storage: each write rewrites the whole file.
+// Safe: every property is immutable; file access is serialised by `flock` across processes
+// and by `lock` within this one.
 public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
-    // Safe: every property is immutable; file access is serialised by `flock` across processes
-    // and by `lock` within this one.
 
     /// The document's location.
     public let url: URL

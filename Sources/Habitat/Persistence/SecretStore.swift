@@ -28,8 +28,8 @@ public protocol SecretStore: Sendable {
 /// ```
 ///
 /// Deleting a secret unlinks its file. Error messages name the file, never the secret.
+// Safe: every property is immutable, and `lock` serialises this process's file access.
 public final class FileSecretStore: SecretStore, @unchecked Sendable {
-    // Safe: every property is immutable, and `lock` serialises this process's file access.
 
     /// The directory that holds one file per secret.
     public let directory: URL
@@ -71,8 +71,8 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
 }
 
 /// A ``SecretStore`` in memory, for tests and previews.
+// Safe: `secrets` is read and written only with `lock` held.
 public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
-    // Safe: `secrets` is read and written only with `lock` held.
     private let lock = Lock()
     private var secrets: [String: Data] = [:]
 

@@ -251,8 +251,9 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
 /// ```swift
 /// // Version 2 renamed the user's "fullName" to "name".
 /// let renameFullName = SnapshotMigration(from: 1) { data in
-///     var document = try JSONSerialization.jsonObject(with: data) as! [String: Any]
-///     var payload = document["payload"] as! [String: Any]
+///     guard var document = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+///           var payload = document["payload"] as? [String: Any]
+///     else { throw MigrationError.notASnapshot }
 ///     if var session = payload["session"] as? [String: Any], var user = session["user"] as? [String: Any] {
 ///         user["name"] = user.removeValue(forKey: "fullName")
 ///         session["user"] = user

@@ -10,9 +10,9 @@ public import Foundation
 /// ```
 ///
 /// `UserDefaults` is not a place for secrets: keep tokens in a ``SecretStore``.
+// Safe: `UserDefaults` is documented as thread-safe, and the lock makes multi-key writes
+// and key listings atomic with respect to each other. Nothing else is mutable.
 public final class UserDefaultsStore: KeyValueStore, @unchecked Sendable {
-    // Safe: `UserDefaults` is documented as thread-safe, and the lock makes multi-key writes
-    // and key listings atomic with respect to each other. Nothing else is mutable.
     private let defaults: UserDefaults
     private let prefix: String
     private let lock = Lock()
