@@ -87,3 +87,60 @@ final class LockedBox<Value: Sendable>: @unchecked Sendable {
         set { lock.withLock { stored = newValue } }
     }
 }
+
+/// The base class: every test runs in its own scope, sync and async alike.
+final class EnvironmentTestCaseTests: EnvironmentTestCase<TestingApp> {
+    override func setUpEnvironment() -> (EnvironmentStack<TestingApp>, Environment<TestingApp>)? {
+        (AppEnvironment, .test(services: Services(label: "base class"), config: Config(greeting: "Hey")))
+    }
+
+    func testSyncTestRunsInTheScope() {
+        XCTAssertEqual(AppEnvironment.current.services.label, "base class")
+        XCTAssertEqual(AppEnvironment.current.config.greeting, "Hey")
+        AppEnvironment.login(user: .grace, token: AccessToken("g"))
+        XCTAssertEqual(AppEnvironment.depth, 1)
+    }
+
+    func testAsyncTestRunsInTheScope() async {
+        await Task.yield()
+        XCTAssertEqual(AppEnvironment.current.services.label, "base class")
+        XCTAssertNil(AppEnvironment.current.currentUser, "another test's login stayed in its scope")
+        XCTAssertEqual(AppEnvironment.current.now(), TestWorld.date)
+    }
+}
+
+/// A subclass that forgets `setUpEnvironment()` is told so by a test failure, and still runs.
+final class EnvironmentTestCaseWithoutSetUpTests: EnvironmentTestCase<TestingApp> {
+    private var recorded: [String] = []
+
+    // Only the expected failure is caught; any other failure still fails the test.
+    #if os(Linux)
+    override func recordFailure(withDescription description: String, inFile filePath: String, atLine lineNumber: Int, expected: Bool) {
+        if description.contains("must override setUpEnvironment()") {
+            recorded.append(description)
+        } else {
+            super.recordFailure(withDescription: description, inFile: filePath, atLine: lineNumber, expected: expected)
+        }
+    }
+    #else
+    override func record(_ issue: XCTIssue) {
+        if issue.compactDescription.contains("must override setUpEnvironment()") {
+            recorded.append(issue.compactDescription)
+        } else {
+            super.record(issue)
+        }
+    }
+    #endif
+
+    override func tearDown() {
+        let failures = recorded
+        recorded = []
+        XCTAssertEqual(failures.count, 1)
+        XCTAssertTrue(failures.first?.contains("must override setUpEnvironment()") == true, "\(failures)")
+        super.tearDown()
+    }
+
+    func testRunsUnscopedAndReportsTheMissingOverride() {
+        XCTAssertEqual(AppEnvironment.current.services.label, "live")
+    }
+}

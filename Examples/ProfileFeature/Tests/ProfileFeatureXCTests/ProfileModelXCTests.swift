@@ -5,13 +5,11 @@ import ProfileFeature
 import ProfileFeatureTestSupport
 import XCTest
 
-/// The same model under XCTest: `invokeTest()` runs every test, sync or async, in a scope of
-/// its own that starts from the test world.
-final class ProfileModelXCTests: XCTestCase {
-    override func invokeTest() {
-        AppEnvironment.withEnvironment(.profileTest) {
-            super.invokeTest()
-        }
+/// The same model under XCTest: `EnvironmentTestCase` runs every test, sync or async, in a
+/// scope of its own that starts from the test world.
+final class ProfileModelXCTests: EnvironmentTestCase<ProfileApp> {
+    override func setUpEnvironment() -> (EnvironmentStack<ProfileApp>, Environment<ProfileApp>)? {
+        (AppEnvironment, .profileTest)
     }
 
     func testSwappingTheAPIForAMock() async throws {

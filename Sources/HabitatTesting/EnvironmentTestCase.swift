@@ -1,0 +1,51 @@
+public import Habitat
+public import XCTest
+
+/// An `XCTestCase` whose every test, sync or async, runs in a `withEnvironment` scope of its
+/// own, so XCTest tests get the same isolation the Swift Testing trait gives.
+///
+/// Subclass it and say which stack and which environment, once:
+///
+/// ```swift
+/// final class ProfileModelXCTests: EnvironmentTestCase<MyApp> {
+///     override func setUpEnvironment() -> (EnvironmentStack<MyApp>, Environment<MyApp>)? {
+///         (AppEnvironment, .test(services: .unimplemented, config: .default))
+///     }
+///
+///     func testSigningIn() async throws {
+///         AppEnvironment.replaceCurrent { $0.services.api.signIn = { _, _ in (.ada, AccessToken("t")) } }
+///         ...
+///     }
+/// }
+/// ```
+///
+/// Without a base class, override `invokeTest()` in your own test case to the same effect:
+///
+/// ```swift
+/// override func invokeTest() {
+///     AppEnvironment.withEnvironment(.test(services: .unimplemented, config: .default)) {
+///         super.invokeTest()
+///     }
+/// }
+/// ```
+open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
+    /// The stack the tests use and the environment each test starts from. Called once per test.
+    ///
+    /// Override it; the default reports a test failure saying so, and runs the test unscoped.
+    /// - Returns: The app's stack and the environment of the test's scope.
+    open func setUpEnvironment() -> (EnvironmentStack<App>, Environment<App>)? {
+        nil
+    }
+
+    /// Runs the test inside a scope of its own on the stack from ``setUpEnvironment()``.
+    override open func invokeTest() {
+        guard let (stack, environment) = setUpEnvironment() else {
+            reportIssue("\(Self.self) must override setUpEnvironment() to run its tests in a scope")
+            super.invokeTest()
+            return
+        }
+        stack.withEnvironment(environment) {
+            super.invokeTest()
+        }
+    }
+}
