@@ -18,7 +18,8 @@ runs=${HABITAT_BENCH_RUNS:-3}
 if [ $smoke = 1 ]; then export HABITAT_BENCH_ITERATIONS=5; runs=1; fi
 for run in $(seq 1 "$runs"); do
     mkdir -p "$out/$run"
-    swift package --allow-writing-to-package-directory benchmark \
+    # NB: --target, because the plugin would also run the instruction probe as a benchmark.
+    swift package --allow-writing-to-package-directory benchmark --target HabitatBenchmarks \
         --format influx --path "$out/$run" --no-progress --quiet
 done
 
