@@ -184,10 +184,21 @@ import Darwin
     @Test func keysCannotWalkOutOfTheDirectory() throws {
         let directory = try TemporaryDirectory()
         let secrets = try FileSecretStore(directory: directory.url.appendingPathComponent("secrets"))
-        for key in ["../escape", "..", ".", "a/../../b"] {
+        for key in ["../escape", "..", ".", "a/../../b", ""] {
             #expect(secrets.fileURL(forKey: key).deletingLastPathComponent().standardizedFileURL.path
                 == secrets.directory.path)
         }
+    }
+
+    @Test func anyKeyRoundTrips() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.url.appendingPathComponent("secrets"))
+        let keys = ["", ".hidden", "é/日本", "a b", "%41", "A"]
+        for (index, key) in keys.enumerated() { try secrets.setSecret(Data("\(index)".utf8), forKey: key) }
+        for (index, key) in keys.enumerated() { #expect(try secrets.secret(forKey: key) == Data("\(index)".utf8), "\(key)") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: secrets.directory.path)
+        #expect(names.count == keys.count, "distinct keys, distinct files: \(names)")
+        #expect(!names.contains { $0.hasPrefix(".") })
     }
 
     @Test func inMemorySecretsRoundTrip() throws {

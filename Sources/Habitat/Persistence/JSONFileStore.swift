@@ -31,6 +31,8 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
 
     /// The document's location.
     public let url: URL
+    /// `url.path`, computed once: building it from the URL allocates on every call.
+    private let path: String
     private let lockPath: String
     private let lock = Lock()
 
@@ -49,6 +51,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     ///   be created, ``StoreError/unwritable(path:reason:)`` when it can't be created.
     public init(url: URL, createDirectory: Bool = true) throws(StoreError) {
         self.url = url.standardizedFileURL
+        self.path = self.url.path
         self.lockPath = self.url.path + ".lock"
         try FileSystem.ensureDirectory(self.url.deletingLastPathComponent(), create: createDirectory)
     }
@@ -66,7 +69,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
             try FileSystem.withLock(lockPath) { () throws(StoreError) in
                 var entries = try load()
                 for (key, data) in changes { entries[key] = data }
-                try FileSystem.writeAtomically(try Self.encode(entries), to: url.path)
+                try FileSystem.writeAtomically(try Self.encode(entries), to: path)
             }
         }
     }
@@ -78,7 +81,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have
         // been the old file, replaced by a good one a moment ago.
-        guard let data = try FileSystem.read(url.path) else { return [:] }
+        guard let data = try FileSystem.read(path) else { return [:] }
         if case .success(let entries) = Self.decode(data) { return entries }
         return try lock.withLock { () throws(StoreError) in
             try FileSystem.withLock(lockPath) { () throws(StoreError) in try load() }
@@ -88,18 +91,18 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     /// Reads and decodes the document, moving a corrupt one aside. Call with the file lock held
     /// exclusively.
     private func load() throws(StoreError) -> [String: Data] {
-        guard let data = try FileSystem.read(url.path) else { return [:] }
+        guard let data = try FileSystem.read(path) else { return [:] }
         switch Self.decode(data) {
         case .success(let entries):
             return entries
         case .failure(.newerFormat(let version)):
             throw .unreadable(
-                path: url.path,
+                path: path,
                 reason: "written in store format \(version), newer than this version of Habitat (\(Self.formatVersion))"
             )
         case .failure(.invalid(let reason)):
-            let movedTo = try FileSystem.moveAside(url.path)
-            throw .corrupted(path: url.path, movedTo: movedTo, reason: reason)
+            let movedTo = try FileSystem.moveAside(path)
+            throw .corrupted(path: path, movedTo: movedTo, reason: reason)
         }
     }
 

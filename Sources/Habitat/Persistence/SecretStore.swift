@@ -33,6 +33,7 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
 
     /// The directory that holds one file per secret.
     public let directory: URL
+    private let directoryPath: String
     private let lock = Lock()
 
     /// Opens the secret directory, creating it owner-only when missing.
@@ -40,6 +41,7 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     /// - Throws: ``StoreError/unwritable(path:reason:)`` when the directory can't be created.
     public init(directory: URL) throws(StoreError) {
         self.directory = directory.standardizedFileURL
+        self.directoryPath = self.directory.path
         try FileSystem.ensureDirectory(self.directory, create: true)
     }
 
@@ -48,18 +50,37 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     /// - Returns: The file's URL; the name is `key` with anything but letters, digits, `.`, `-`
     ///   and `_` percent-encoded.
     public func fileURL(forKey key: String) -> URL {
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-        var name = key.addingPercentEncoding(withAllowedCharacters: allowed) ?? "secret"
-        if name.hasPrefix(".") { name = "%2E" + name.dropFirst() }
-        return directory.appendingPathComponent(name)
+        URL(fileURLWithPath: path(forKey: key))
+    }
+
+    /// The file's path: `key` with anything but ASCII letters, digits, `.`, `-` and `_`
+    /// percent-encoded, and a leading `.` too, so no key names a hidden file or leaves the
+    /// directory.
+    private func path(forKey key: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var name: [UInt8] = []
+        name.reserveCapacity(key.utf8.count)
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                name.append(byte)
+            case UInt8(ascii: ".") where !name.isEmpty:
+                name.append(byte)
+            default:
+                name.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            }
+        }
+        return directoryPath + "/" + (name.isEmpty ? "%" : String(decoding: name, as: UTF8.self))
     }
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
-        try lock.withLock { () throws(StoreError) in try FileSystem.read(fileURL(forKey: key).path) }
+        let path = path(forKey: key)
+        return try lock.withLock { () throws(StoreError) in try FileSystem.read(path) }
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        let path = fileURL(forKey: key).path
+        let path = path(forKey: key)
         try lock.withLock { () throws(StoreError) in
             if let secret {
                 try FileSystem.writeAtomically(secret, to: path)
