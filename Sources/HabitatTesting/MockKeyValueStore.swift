@@ -9,9 +9,7 @@ public import Habitat
 /// #expect(throws: StoreError.self) { try sessions.save(env) }
 /// #expect(store.operations == [.write(["habitat.session": .written])])
 /// ```
-// Safe: every stored property is read and written only with `lock` held.
-public final class MockKeyValueStore: KeyValueStore, @unchecked Sendable {
-
+public final class MockKeyValueStore: KeyValueStore, Sendable {
     /// One call made to the store.
     public enum Operation: Sendable, Hashable, CustomStringConvertible {
         /// `data(forKey:)` for the key.
@@ -24,7 +22,8 @@ public final class MockKeyValueStore: KeyValueStore, @unchecked Sendable {
         public var description: String {
             switch self {
             case .read(let key): "read \(key)"
-            case .write(let changes): "write " + changes.keys.sorted().map { "\($0) (\(changes[$0]!))" }.joined(separator: ", ")
+            case .write(let changes):
+                "write " + changes.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value))" }.joined(separator: ", ")
             case .listKeys: "keys"
             }
         }
@@ -36,66 +35,53 @@ public final class MockKeyValueStore: KeyValueStore, @unchecked Sendable {
         public var description: String { self == .written ? "written" : "removed" }
     }
 
-    private let lock = NSLock()
-    private var values: [String: Data]
-    private var log: [Operation] = []
-    private var failures: [StoreError] = []
+    private let recorder: MockRecorder<Operation>
 
     /// Creates a mock holding `values`.
     /// - Parameter values: The initial contents.
     public init(_ values: [String: Data] = [:]) {
-        self.values = values
+        recorder = MockRecorder(values)
     }
 
     /// Every operation so far, in order, failed ones included.
-    public var operations: [Operation] { lock.withLock { log } }
+    public var operations: [Operation] { recorder.operations }
 
     /// The current contents.
-    public var contents: [String: Data] { lock.withLock { values } }
+    public var contents: [String: Data] { recorder.contents }
 
     /// Makes the next `count` operations throw `error` (and change nothing).
     /// - Parameters:
     ///   - count: How many operations fail.
     ///   - error: The error they throw.
     public func failNext(_ count: Int = 1, with error: StoreError = .injected("MockKeyValueStore")) {
-        lock.withLock { failures.append(contentsOf: Array(repeating: error, count: count)) }
+        recorder.failNext(count, with: error)
     }
 
     /// Forgets the recorded operations.
     public func clearOperations() {
-        lock.withLock { log.removeAll() }
+        recorder.clearOperations()
     }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
-        try perform(.read(key)) { values[key] }
+        try recorder.perform(.read(key)) { $0[key] }
     }
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
         let kinds = changes.mapValues { $0 == nil ? WriteKind.removed : .written }
-        try perform(.write(kinds)) {
+        try recorder.perform(.write(kinds)) { values in
             for (key, data) in changes { values[key] = data }
         }
     }
 
     public func keys() throws(StoreError) -> [String] {
-        try perform(.listKeys) { Array(values.keys) }
-    }
-
-    private func perform<R>(_ operation: Operation, _ body: () -> R) throws(StoreError) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        log.append(operation)
-        if !failures.isEmpty { throw failures.removeFirst() }
-        return body()
+        try recorder.perform(.listKeys) { Array($0.keys) }
     }
 }
 
 /// A ``SecretStore`` for tests that records every operation in order and can be told to fail.
 ///
 /// The log records which keys were read, written or deleted, never the secrets.
-// Safe: every stored property is read and written only with `lock` held.
-public final class MockSecretStore: SecretStore, @unchecked Sendable {
-
+public final class MockSecretStore: SecretStore, Sendable {
     /// One call made to the store.
     public enum Operation: Sendable, Hashable {
         /// `secret(forKey:)`.
@@ -106,45 +92,68 @@ public final class MockSecretStore: SecretStore, @unchecked Sendable {
         case delete(String)
     }
 
-    private let lock = NSLock()
-    private var secrets: [String: Data] = [:]
-    private var log: [Operation] = []
-    private var failures: [StoreError] = []
+    private let recorder = MockRecorder<Operation>([:])
 
     /// Creates an empty mock.
     public init() {}
 
     /// Every operation so far, in order, failed ones included.
-    public var operations: [Operation] { lock.withLock { log } }
+    public var operations: [Operation] { recorder.operations }
 
     /// The names of the secrets held now.
-    public var keys: Set<String> { lock.withLock { Set(secrets.keys) } }
+    public var keys: Set<String> { Set(recorder.contents.keys) }
 
     /// Whether any held secret equals `secret`.
     /// - Parameter secret: The secret to look for.
     /// - Returns: `true` when some key holds exactly these bytes.
     public func contains(_ secret: String) -> Bool {
-        lock.withLock { secrets.values.contains(Data(secret.utf8)) }
+        recorder.contents.values.contains(Data(secret.utf8))
     }
 
     /// Makes the next `count` operations throw `error` (and change nothing).
     public func failNext(_ count: Int = 1, with error: StoreError = .injected("MockSecretStore")) {
-        lock.withLock { failures.append(contentsOf: Array(repeating: error, count: count)) }
+        recorder.failNext(count, with: error)
     }
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
-        try perform(.read(key)) { secrets[key] }
+        try recorder.perform(.read(key)) { $0[key] }
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        try perform(secret == nil ? .delete(key) : .write(key)) { secrets[key] = secret }
+        try recorder.perform(secret == nil ? .delete(key) : .write(key)) { $0[key] = secret }
+    }
+}
+
+/// What both mocks share: their contents, the log of operations, and the queue of injected
+/// failures, all behind one lock.
+// Safe: every stored property is read and written only with `lock` held.
+final class MockRecorder<Operation: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var values: [String: Data]
+    private var log: [Operation] = []
+    private var failures: [StoreError] = []
+
+    init(_ values: [String: Data]) {
+        self.values = values
     }
 
-    private func perform<R>(_ operation: Operation, _ body: () -> R) throws(StoreError) -> R {
+    var operations: [Operation] { lock.withLock { log } }
+    var contents: [String: Data] { lock.withLock { values } }
+
+    func failNext(_ count: Int, with error: StoreError) {
+        lock.withLock { failures.append(contentsOf: Array(repeating: error, count: count)) }
+    }
+
+    func clearOperations() {
+        lock.withLock { log.removeAll() }
+    }
+
+    /// Logs `operation`, then throws the next injected failure, or runs `body` on the contents.
+    func perform<R>(_ operation: Operation, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
         lock.lock()
         defer { lock.unlock() }
         log.append(operation)
         if !failures.isEmpty { throw failures.removeFirst() }
-        return body()
+        return body(&values)
     }
 }
