@@ -9,7 +9,7 @@ extension EnvironmentStack {
     /// - Complexity: Amortized O(1).
     @inlinable
     public func push(_ environment: Environment<App>) {
-        activeState.update(.push, pushing: true) { _ in environment }
+        withActiveState { $0.push { $0 = environment } }
     }
 
     /// Pushes a changed copy of the current environment.
@@ -26,11 +26,7 @@ extension EnvironmentStack {
     /// - Throws: Whatever `change` throws; nothing is pushed then.
     @inlinable
     public func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
-        try activeState.update(.push, pushing: true) { (top) throws(E) in
-            var copy = top
-            try change(&copy)
-            return copy
-        }
+        try withActiveState { (state) throws(E) in try state.push(change) }
     }
 
     /// Removes the top environment and returns it.
@@ -41,7 +37,7 @@ extension EnvironmentStack {
     /// - Returns: The removed environment, or `nil` when only the base is left.
     @inlinable @discardableResult
     public func pop() -> Environment<App>? {
-        activeState.pop()
+        withActiveState { $0.pop() }
     }
 
     /// Replaces the top environment with `environment`.
@@ -50,7 +46,7 @@ extension EnvironmentStack {
     /// - Parameter environment: The new current environment.
     @inlinable
     public func replaceCurrent(_ environment: Environment<App>) {
-        activeState.update(.replace) { _ in environment }
+        withActiveState { $0.update(.replace) { $0 = environment; return true } }
     }
 
     /// Replaces the top environment with a changed copy of it, atomically.
@@ -66,10 +62,11 @@ extension EnvironmentStack {
     /// - Throws: Whatever `change` throws; nothing changes then.
     @inlinable
     public func replaceCurrent<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
-        try activeState.update(.replace) { (top) throws(E) in
-            var copy = top
-            try change(&copy)
-            return copy
+        try withActiveState { (state) throws(E) in
+            try state.update(.replace) { (environment) throws(E) in
+                try change(&environment)
+                return true
+            }
         }
     }
 }

@@ -49,6 +49,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// free of retains of objects that every thread shares.
     @usableFromInline let liveScopesWord: UnsafeMutablePointer<UInt64>
     @usableFromInline let rootStampWord: UnsafeMutablePointer<UInt64>
+    /// `Scopes.key`, kept here so that a read inside a scope doesn't touch a global.
+    @usableFromInline let scopesKey: UnsafeRawPointer
 
     /// Creates a stack whose base is `base`.
     ///
@@ -59,23 +61,53 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         root = StackState.make(base: base, liveScopes: nil)
         liveScopesWord = liveScopes.storage
         rootStampWord = root.stampWord
+        scopesKey = Scopes.key
     }
 
     /// The state the calling task acts on: its innermost scope of this stack, or the root.
     @inlinable
-    var activeState: StackState<App> {
-        if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) { return root }
-        return scopedState() ?? root
+    var activeState: StackState<App> { activeStateUnretained.takeUnretainedValue() }
+
+    /// `activeState` without a retain: `root` lives as long as the stack, and a scope's state
+    /// as long as the caller runs inside the scope.
+    ///
+    /// NB: the root state's reference count is shared by every thread that writes the stack;
+    /// a push and a pop each retained and released it.
+    @inlinable
+    var activeStateUnretained: Unmanaged<StackState<App>> {
+        if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) {
+            return Unmanaged.passUnretained(root)
+        }
+        return scopedStateUnretained() ?? Unmanaged.passUnretained(root)
+    }
+
+    /// Runs `body` on the state the calling task acts on, without retaining it.
+    @inlinable @discardableResult
+    func withActiveState<R, E: Error>(_ body: (StackState<App>) throws(E) -> R) throws(E) -> R {
+        let state = activeStateUnretained
+        do {
+            return try state._withUnsafeGuaranteedRef { state in
+                Result<R, E>(catching: { () throws(E) in try body(state) })
+            }.get()
+        }
     }
 
     @inlinable
     func scopedState() -> StackState<App>? {
-        var link = Scopes.innermost.get()
-        while let current = link {
-            if current.stackID == id {
-                return unsafeDowncast(current.state, to: StackState<App>.self)
+        scopedStateUnretained()?.takeUnretainedValue()
+    }
+
+    /// The calling task's innermost scope state of this stack, if any, unretained: the scope
+    /// binding it keeps it alive while the caller runs inside that scope.
+    @inlinable
+    func scopedStateUnretained() -> Unmanaged<StackState<App>>? {
+        var address = Scopes.innermostAddress(key: scopesKey)
+        while let link = address {
+            let (stackID, state, next) = Unmanaged<ScopeLink>.fromOpaque(link)._withUnsafeGuaranteedRef {
+                ($0.stackID, $0.stateAddress, $0.nextAddress)
             }
-            link = current.next
+            if stackID == id { return Unmanaged<StackState<App>>.fromOpaque(state) }
+            address = next
         }
         return nil
     }
@@ -96,17 +128,14 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
                 if _slowPath(slot.pointee.stamp != habitat_atomic_load_acquire_u64(rootStampWord)) {
                     root.refresh(slot)
                 }
+            } else if let scoped = scopedStateUnretained() {
+                _ = scoped._withUnsafeGuaranteedRef { $0.frame(for: slot) }
             } else {
-                _ = (scopedState() ?? root).frame(for: slot)
+                _ = root.frame(for: slot)
             }
             let frame = Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
             slot.pointee.borrows &+= 1
-            defer {
-                slot.pointee.borrows &-= 1
-                if _slowPath(slot.pointee.hasRetired) && slot.pointee.borrows == 0 {
-                    slot.pointee.drainRetired()
-                }
-            }
+            defer { slot.pointee.endBorrow() }
             // NB: read in place through the frame's address, without retaining the frame (the
             // slot owns it): the reference count of a frame every thread reads is the one piece
             // of shared memory a read would otherwise write.

@@ -233,6 +233,50 @@ import Testing
         #expect(stack.depth == 1)
     }
 
+    @Test func aPoppedFrameThatWasReadNeverShowsItsOldEnvironmentAgain() {
+        // The pop hands the frame it removes to the next push when nothing else holds it, even
+        // if this thread read it: every read must still see the environment pushed last.
+        let stack = makeStack()
+        for round in 0..<100 {
+            stack.push { $0.services.label = "a\(round)" }
+            #expect(stack.current.services.label == "a\(round)")
+            #expect(stack.pop()?.services.label == "a\(round)")
+            #expect(stack.current.services.label == "live")
+            stack.push { $0.services.label = "b\(round)" }
+            #expect(stack.current.services.label == "b\(round)")
+            stack.pop()
+        }
+        #expect(stack.depth == 1)
+        #expect(stack.current.services.label == "live")
+    }
+
+    @Test func aChangeRunsAgainOnlyWhenTheTopItCopiedIsGone() {
+        let stack = makeStack()
+        // A push and a pop while the change runs leave the same top: the change commits at once.
+        var runs = 0
+        stack.replaceCurrent { environment in
+            runs += 1
+            if runs == 1 {
+                stack.push { $0.config.timeout = 99 }
+                stack.pop()
+            }
+            environment.config.timeout += 1
+        }
+        #expect(runs == 1)
+        #expect(stack.current.config.timeout == 31)
+
+        // A replacement while the change runs is a new top: the change runs again on it.
+        runs = 0
+        stack.replaceCurrent { environment in
+            runs += 1
+            if runs == 1 { stack.updateConfig { $0.timeout = 50 } }
+            environment.config.timeout += 1
+        }
+        #expect(runs == 2)
+        #expect(stack.current.config.timeout == 51)
+        #expect(stack.depth == 1)
+    }
+
     @Test func aStackIsReadableFromManyThreads() async {
         let stack = makeStack()
         stack.updateConfig { $0.timeout = 42 }

@@ -33,12 +33,18 @@ final class AtomicCounter: @unchecked Sendable {
     func subtract(_ delta: UInt64) -> UInt64 { habitat_atomic_fetch_add_u64(storage, 0 &- delta) &- delta }
 }
 
-/// Hands out stamps that are unique across every stack and scope in the process.
+/// Where threads take their blocks of stamps (see ``ReaderSlot/takeStamp()``): the last stamp
+/// handed out to any thread so far.
 ///
-/// A stamp identifies one published top frame. A reader that cached the frame for stamp `s`
-/// knows its cache is still current exactly when the state's stamp still reads `s`.
+/// A stamp identifies one filled frame. A reader that cached the frame for stamp `s` knows its
+/// cache is still current exactly when the state's stamp still reads `s`.
 @usableFromInline
 let stampSource = AtomicCounter(0)
 
+/// How many stamps a thread takes from `stampSource` at a time.
+@usableFromInline
+let stampBlock: UInt64 = 1024
+
+/// A stamp unique in the process, from the calling thread's block.
 @inlinable
-func nextStamp() -> UInt64 { stampSource.add(1) }
+func nextStamp() -> UInt64 { currentReaderSlot().pointee.takeStamp() }

@@ -4,6 +4,11 @@
 /// write after creation is ``takeEnvironment()``, which moves the environment out of a popped
 /// frame that nothing else references, so `pop()` costs no copy.
 ///
+/// Every frame carries a stamp, unique in the process, given when it is filled. The state it
+/// sits on publishes the stamp of its top frame, so a stamp names one frame with one content:
+/// after a push and a pop, the state's stamp is the old top's again, and a reader that still
+/// holds that frame needs no refresh.
+///
 /// NB: measured against a copy-on-write `Environment` (one box for all fields, which would make
 /// this frame unnecessary): the box made pushes cheaper, but every field read then had to
 /// retain the box, a write to memory that all reading threads share. Reads are the hot path,
@@ -11,29 +16,31 @@
 /// `ManagedBuffer` so that the environment lives in the frame's own allocation, at an address
 /// a reader can borrow from without a retain or an exclusivity check.
 @usableFromInline
-final class Frame<App: EnvironmentSchema>: ManagedBuffer<Bool, Environment<App>> {
+final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environment<App>> {
     // Not `Sendable` (`ManagedBuffer` can't be), but shared between threads only inside the
     // lock-protected `StackState` and the per-thread `ReaderSlot`, under these rules:
-    // the header (`true` once the environment was moved out) and the element are written
-    // when the frame is created, before it is published, and afterwards only by
-    // `takeEnvironment()`, which the owning state calls with its lock held, on a frame that is
-    // off the stack and that nothing else references (`isKnownUniquelyReferenced`), so no other
-    // thread can read it then or ever again; the state may then keep the empty frame as its
-    // spare and `refill()` it, still under its lock, before publishing it again. Every other
-    // access is a read.
+    // the header and the element are written when the frame is created, before it is
+    // published, and afterwards only by `takeEnvironment()`, which the owning state calls with
+    // its lock held, on a frame that is off the stack and that nothing else references
+    // (`isKnownUniquelyReferenced`), so no other thread can read it then or ever again; the
+    // state may then keep the empty frame as its spare and `refill()` it, still under its lock,
+    // before publishing it again. Every other access is a read.
 
-    /// Creates a frame holding `environment`.
+    /// Creates a frame holding `environment`, with a new stamp.
     @inlinable
-    static func make(_ environment: consuming Environment<App>) -> Frame<App> {
-        let frame = unsafeDowncast(Frame.create(minimumCapacity: 1) { _ in false }, to: Frame<App>.self)
+    static func make(_ environment: consuming Environment<App>, stamp: UInt64) -> Frame<App> {
+        let frame = unsafeDowncast(
+            Frame.create(minimumCapacity: 1) { _ in FrameHeader(stamp: stamp) },
+            to: Frame<App>.self
+        )
         frame.environmentAddress.initialize(to: environment)
         return frame
     }
 
     @inlinable
     deinit {
-        withUnsafeMutablePointers { moved, environment in
-            if !moved.pointee { environment.deinitialize(count: 1) }
+        withUnsafeMutablePointers { header, environment in
+            if !header.pointee.moved { environment.deinitialize(count: 1) }
         }
     }
 
@@ -49,21 +56,36 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<Bool, Environment<App>>
         _read { yield environmentAddress.pointee }
     }
 
-    /// Puts `environment` into a frame whose environment was taken, so the frame can be pushed
-    /// again without an allocation. Call with the owning state's lock held, on its spare frame.
+    /// The stamp the frame was filled with.
     @inlinable
-    func refill(_ environment: consuming Environment<App>) {
+    var stamp: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.stamp } }
+
+    /// Puts `environment` into a frame whose environment was taken, with a new stamp, so the
+    /// frame can be pushed again without an allocation. Call with the owning state's lock held,
+    /// on its spare frame.
+    @inlinable
+    func refill(_ environment: consuming Environment<App>, stamp: UInt64) {
         environmentAddress.initialize(to: environment)
-        withUnsafeMutablePointerToHeader { $0.pointee = false }
+        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(stamp: stamp) }
     }
 
     /// Moves the environment out of a frame that nothing else references. Call with the owning
     /// state's lock held, once.
     @inlinable
     func takeEnvironment() -> Environment<App> {
-        withUnsafeMutablePointers { moved, environment in
-            moved.pointee = true
+        withUnsafeMutablePointers { header, environment in
+            header.pointee.moved = true
             return environment.move()
         }
     }
+}
+
+/// A frame's header: its stamp, and whether its environment was moved out.
+@usableFromInline
+struct FrameHeader {
+    @usableFromInline var stamp: UInt64
+    @usableFromInline var moved = false
+
+    @inlinable
+    init(stamp: UInt64) { self.stamp = stamp }
 }

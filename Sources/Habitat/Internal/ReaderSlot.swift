@@ -26,6 +26,12 @@ struct ReaderSlot {
     @usableFromInline var retired: [Unmanaged<AnyObject>] = []
     /// `!retired.isEmpty`, kept as a plain flag so the hot path tests one byte.
     @usableFromInline var hasRetired = false
+    /// This thread's block of unused stamps: `nextStamp..<stampLimit`.
+    ///
+    /// NB: a stamp must be unique in the process, but taking each one from a shared atomic
+    /// counter cost every push an atomic instruction; a thread takes a block at a time instead.
+    @usableFromInline var nextStamp: UInt64 = 0
+    @usableFromInline var stampLimit: UInt64 = 0
 
     @usableFromInline init() {}
 
@@ -45,6 +51,39 @@ struct ReaderSlot {
                 old.release()
             }
         }
+    }
+
+    /// A stamp no other frame in the process has or will have. Never zero.
+    @inlinable
+    mutating func takeStamp() -> UInt64 {
+        if _slowPath(nextStamp == stampLimit) { reserveStamps() }
+        defer { nextStamp &+= 1 }
+        return nextStamp
+    }
+
+    @usableFromInline
+    mutating func reserveStamps() {
+        let end = stampSource.add(stampBlock)
+        nextStamp = end &- stampBlock &+ 1
+        stampLimit = end &+ 1
+    }
+
+    /// Lets go of the cached frame; the next read takes the top again. Only when no read is in
+    /// progress on this thread.
+    @inlinable
+    mutating func forget() {
+        if let frame {
+            Unmanaged<AnyObject>.fromOpaque(frame).release()
+            self.frame = nil
+            stamp = 0
+        }
+    }
+
+    /// Ends a borrow begun with `borrows &+= 1`.
+    @inlinable
+    mutating func endBorrow() {
+        borrows &-= 1
+        if _slowPath(hasRetired) && borrows == 0 { drainRetired() }
     }
 
     /// Releases the frames parked while reads were in progress.

@@ -9,12 +9,20 @@ final class ScopeLink: @unchecked Sendable {
     @usableFromInline let stackID: UInt64
     @usableFromInline let state: AnyObject
     @usableFromInline let next: ScopeLink?
+    /// `state` and `next` as plain addresses, for the read path.
+    ///
+    /// NB: reading a strong reference out of a class retains it; a read inside a scope walks
+    /// these instead, and so writes no reference count that other threads share.
+    @usableFromInline let stateAddress: UnsafeMutableRawPointer
+    @usableFromInline let nextAddress: UnsafeMutableRawPointer?
 
     @usableFromInline
     init(stackID: UInt64, state: AnyObject, next: ScopeLink?) {
         self.stackID = stackID
         self.state = state
         self.next = next
+        stateAddress = Unmanaged.passUnretained(state).toOpaque()
+        nextAddress = next.map { Unmanaged.passUnretained($0).toOpaque() }
     }
 }
 
@@ -23,4 +31,29 @@ enum Scopes {
     /// The innermost scope of the current task (inherited by its child tasks).
     @usableFromInline
     static let innermost = TaskLocal<ScopeLink?>(wrappedValue: nil)
+
+    /// The key the Concurrency runtime files `innermost`'s values under: the `TaskLocal`
+    /// object's address, as `TaskLocal` itself passes it. Stacks keep a copy.
+    @usableFromInline
+    static var key: UnsafeRawPointer { UnsafeRawPointer(Unmanaged.passUnretained(innermost).toOpaque()) }
+
+    /// The innermost link of the calling task, unretained, or `nil` outside every scope.
+    ///
+    /// NB: `TaskLocal.get()` is generic and compiled in the Concurrency library, so it copies
+    /// the value out through its value witnesses and retains it: most of what a read inside a
+    /// scope cost (376 instructions of it). This asks the runtime for the value's address
+    /// instead, the call `get()` itself makes, and reads the link in place. The link stays
+    /// alive while the caller runs inside the `withValue` that bound it.
+    @inlinable
+    static func innermostAddress(key: UnsafeRawPointer) -> UnsafeMutableRawPointer? {
+        guard let storage = habitatTaskLocalValueGet(key) else { return nil }
+        // A `ScopeLink?` is one pointer, zero for `nil`.
+        return storage.load(as: UnsafeMutableRawPointer?.self)
+    }
 }
+
+/// The Concurrency runtime's lookup behind `TaskLocal.get()`: the address of the value bound
+/// for `key` in the current task (or, outside tasks, the current thread), or `nil` if none is.
+@usableFromInline
+@_silgen_name("swift_task_localValueGet")
+func habitatTaskLocalValueGet(_ key: UnsafeRawPointer) -> UnsafeMutableRawPointer?

@@ -10,7 +10,8 @@ public import Musl
 /// The frames of one stack, or of one `withEnvironment` scope, and the subscribers to its changes.
 ///
 /// Writers serialise on `lock`; readers don't take it (see ``ReaderSlot``). Every write builds a
-/// new immutable ``Frame`` and publishes it by storing a fresh stamp.
+/// new immutable ``Frame`` and publishes it by storing its stamp; a pop publishes the stamp of
+/// the frame it uncovers.
 ///
 /// NB: everything a push, pop or scope runs is `@inlinable`, so the app's module specialises it
 /// for its own `EnvironmentSchema`. Unspecialised, each call would look up generic metadata at
@@ -54,12 +55,13 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// Creates the state of a stack (or scope) whose base is `base`.
     @inlinable
     static func make(base: Environment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
+        let stamp = nextStamp()
         let buffer = StackState.create(minimumCapacity: 1) { _ in
-            Guarded(top: Frame.make(base), liveScopes: liveScopes)
+            Guarded(top: Frame.make(base, stamp: stamp), liveScopes: liveScopes)
         }
         let state = unsafeDowncast(buffer, to: StackState<App>.self)
         state.withUnsafeMutablePointerToElements { word in
-            word.initialize(to: StateWord(stamp: nextStamp()))
+            word.initialize(to: StateWord(stamp: stamp))
             Mutex.initialize(StateWord.mutex(in: word))
         }
         liveScopes?.add(1)
@@ -70,16 +72,17 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// referenced by nothing but the caller.
     @inlinable
     func reuse(base: Environment<App>, liveScopes: AtomicCounter) {
+        let stamp = nextStamp()
         lock()
         if isKnownUniquelyReferenced(&guarded.pointee.top) {
             _ = guarded.pointee.top.takeEnvironment()
-            guarded.pointee.top.refill(base)
+            guarded.pointee.top.refill(base, stamp: stamp)
         } else {
             // A thread's reader slot still holds the old base: leave it to that slot.
-            guarded.pointee.top = Frame.make(base)
+            guarded.pointee.top = Frame.make(base, stamp: stamp)
         }
         guarded.pointee.liveScopes = liveScopes
-        habitat_atomic_store_release_u64(stampWord, nextStamp())
+        habitat_atomic_store_release_u64(stampWord, stamp)
         unlock()
         liveScopes.add(1)
     }
@@ -171,62 +174,105 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     // MARK: Writing
 
-    /// Applies `transform` to the top environment and commits the result atomically.
+    /// Pushes a copy of the top, changed by `change`, atomically.
     ///
-    /// `transform` runs without the lock held, so it may read the stack; if another writer
-    /// committed meanwhile, it runs again on the newer top. Returning `nil` commits nothing.
+    /// `change` runs without the lock held, so it may read the stack; if another writer
+    /// committed meanwhile, it runs again on a copy of the newer top.
+    @inlinable
+    func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+        var replaced: Frame<App>?
+        _ = try write(.push, pushing: true, replaced: &replaced) { (environment) throws(E) in
+            try change(&environment)
+            return true
+        }
+    }
+
+    /// Replaces the top with a copy changed by `change`, atomically; see ``push(_:)``. When
+    /// `change` returns `false`, nothing is committed.
     ///
     /// - Returns: The frame that was on top before, or `nil` when nothing was committed.
     @inlinable @discardableResult
     func update<E: Error>(
         _ kind: EnvironmentChangeKind,
-        pushing: Bool = false,
-        _ transform: (Environment<App>) throws(E) -> Environment<App>?
+        _ change: (inout Environment<App>) throws(E) -> Bool
     ) throws(E) -> Frame<App>? {
+        var replaced: Frame<App>?
+        _ = try write(kind, pushing: false, replaced: &replaced, change)
+        return replaced
+    }
+
+    /// The optimistic write loop behind ``push(_:)`` and ``update(_:_:)``: copies the top it
+    /// reads through the calling thread's slot, changes the copy without the lock, and commits
+    /// under the lock if the stamp is still the one it read.
+    ///
+    /// NB: the top is copied straight out of the frame the slot holds, the copy is changed in
+    /// place and moved into its frame, and frames move between `top`, `below` and the spare: a
+    /// push and a pop copy the environment once and touch no reference count but the frames'.
+    @inlinable
+    func write<E: Error>(
+        _ kind: EnvironmentChangeKind,
+        pushing: Bool,
+        replaced: inout Frame<App>?,
+        _ change: (inout Environment<App>) throws(E) -> Bool
+    ) throws(E) -> Bool {
         while true {
-            // The current top without the lock, through this thread's slot; retained, because
-            // `transform` may read the stack and move the slot on.
             let slot = currentReaderSlot()
-            let current = frame(for: slot).takeUnretainedValue()
+            let top = frame(for: slot)._withUnsafeGuaranteedRef { $0.environmentAddress }
             let expected = slot.pointee.stamp
-            guard let new = try transform(current.environment) else { return nil }
+            // The copy is taken before `change` runs: whatever `change` reads, the frame it
+            // came from isn't needed any more.
+            var new = top.pointee
+            guard try change(&new) else { return false }
+            let stamp = slot.pointee.takeStamp()
             lock()
+            // The stamp names the frame: equal means the frame copied is still the top.
             guard loadStamp() == expected else {
                 unlock()
                 continue
             }
-            let frame: Frame<App>
+            var frame: Frame<App>
             if let spare = guarded.pointee.spare.take() {
-                spare.refill(new)
+                spare.refill(consume new, stamp: stamp)
                 frame = spare
             } else {
-                frame = Frame.make(new)
+                frame = Frame.make(consume new, stamp: stamp)
             }
-            if pushing { guarded.pointee.below.append(guarded.pointee.top) }
-            guarded.pointee.top = frame
-            publish(kind, old: current, new: frame)
+            swap(&guarded.pointee.top, &frame)
+            // `frame` is now the old top.
+            publish(kind, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
+            if pushing {
+                guarded.pointee.below.append(frame)
+            } else {
+                replaced = frame
+            }
             unlock()
-            return current
+            return true
         }
     }
 
     /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
     func pop() -> Environment<App>? {
+        // NB: a thread that pushed and then read holds the pushed frame in its slot; let go of
+        // it, so the pop below finds the frame unshared and can reuse it.
+        let slot = currentReaderSlot()
         lock()
-        guard let newTop = guarded.pointee.below.popLast() else {
+        guard var old = guarded.pointee.below.popLast() else {
             unlock()
             return nil
         }
-        var old = guarded.pointee.top
-        guarded.pointee.top = newTop
-        publish(.pop, old: old, new: newTop)
+        swap(&guarded.pointee.top, &old)
+        // `old` is now the frame that was on top.
+        publish(.pop, old: old, new: guarded.pointee.top, depth: guarded.pointee.below.count + 1)
+        if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() && slot.pointee.borrows == 0 {
+            slot.pointee.forget()
+        }
         // NB: a popped frame that no reader holds gives up its environment without a copy, and
         // stays as the spare for the next push.
         let environment: Environment<App>
         if isKnownUniquelyReferenced(&old) {
             environment = old.takeEnvironment()
-            if guarded.pointee.spare == nil { guarded.pointee.spare = old }
+            if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
         } else {
             environment = old.environment
         }
@@ -236,17 +282,18 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         return environment
     }
 
-    /// Stamps the new top and tells subscribers. Call with `lock` held.
+    /// Publishes `new`'s stamp and tells subscribers. Call with `lock` held, once `new` is the
+    /// top; `depth` is the stack's depth with `new` on top.
     @inlinable
-    func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>) {
-        habitat_atomic_store_release_u64(stampWord, nextStamp())
+    func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>, depth: Int) {
+        habitat_atomic_store_release_u64(stampWord, new.stamp)
         guarded.pointee.sequence &+= 1
         guard _slowPath(!guarded.pointee.subscribers.isEmpty) else { return }
         let change = EnvironmentChange(
             kind: kind,
             old: old.environment,
             new: new.environment,
-            depth: guarded.pointee.below.count + 1,
+            depth: depth,
             sequence: guarded.pointee.sequence
         )
         for continuation in guarded.pointee.subscribers.values {

@@ -29,12 +29,13 @@ extension EnvironmentStack {
     @discardableResult
     public func restore(from sessions: SessionStore<App>) throws(SnapshotError) -> SessionSnapshot<App>? {
         guard let snapshot = try sessions.load() else { return nil }
-        activeState.update(.restore) { top in
-            var restored = top
-            restored.config = snapshot.config
-            restored.session = snapshot.session
-            restored.applySessionToken(snapshot.session?.token)
-            return restored
+        withActiveState { state in
+            state.update(.restore) { environment in
+                environment.config = snapshot.config
+                environment.session = snapshot.session
+                environment.applySessionToken(snapshot.session?.token)
+                return true
+            }
         }
         return snapshot
     }
@@ -68,19 +69,23 @@ extension EnvironmentStack {
         var outcome = SessionRefreshOutcome.superseded
         switch answer {
         case .refreshed(let token, let user):
-            activeState.update(.refresh) { top in
-                guard top.session?.token == session.token else { return nil }
-                var refreshed = top
-                refreshed.session = Session(user: user ?? session.user, token: token, state: .authenticated)
-                refreshed.applySessionToken(token)
-                outcome = .refreshed
-                return refreshed
+            withActiveState { state in
+                state.update(.refresh) { environment in
+                    guard environment.session?.token == session.token else { return false }
+                    environment.session = Session(user: user ?? session.user, token: token, state: .authenticated)
+                    environment.applySessionToken(token)
+                    outcome = .refreshed
+                    return true
+                }
             }
         case .ended:
-            activeState.update(.logout) { top in
-                guard top.session?.token == session.token else { return nil }
-                outcome = .ended(expired: expired)
-                return top.loggingOut()
+            withActiveState { state in
+                state.update(.logout) { environment in
+                    guard environment.session?.token == session.token else { return false }
+                    outcome = .ended(expired: expired)
+                    environment.logOut()
+                    return true
+                }
             }
         }
         if outcome != .superseded { didTransition() }

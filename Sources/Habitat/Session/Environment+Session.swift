@@ -11,8 +11,7 @@ extension Environment {
     @inlinable
     public func loggingIn(user: App.User, token: AccessToken) -> Self {
         var copy = self
-        copy.session = Session(user: user, token: token, state: .authenticated)
-        copy.applySessionToken(token)
+        copy.logIn(user: user, token: token)
         return copy
     }
 
@@ -23,8 +22,7 @@ extension Environment {
     @inlinable
     public func loggingOut() -> Self {
         var copy = self
-        copy.session = nil
-        copy.applySessionToken(nil)
+        copy.logOut()
         return copy
     }
 
@@ -36,10 +34,29 @@ extension Environment {
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in.
     @inlinable
     public func updatingCurrentUser(_ user: App.User) throws(SessionError) -> Self {
-        guard var session else { throw .notLoggedIn(operation: "updateCurrentUser") }
-        session.user = user
         var copy = self
-        copy.session = session
+        try copy.updateCurrentUser(user)
         return copy
+    }
+
+    /// Signs `user` in, in place; see ``loggingIn(user:token:)``.
+    @inlinable
+    mutating func logIn(user: App.User, token: AccessToken) {
+        session = Session(user: user, token: token, state: .authenticated)
+        applySessionToken(token)
+    }
+
+    /// Signs the current user out, in place; see ``loggingOut()``.
+    @inlinable
+    mutating func logOut() {
+        session = nil
+        applySessionToken(nil)
+    }
+
+    /// Replaces the signed-in user, in place; see ``updatingCurrentUser(_:)``.
+    @inlinable
+    mutating func updateCurrentUser(_ user: App.User) throws(SessionError) {
+        guard session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
+        session?.user = user
     }
 }

@@ -13,7 +13,7 @@ extension EnvironmentStack {
     ///   - token: The user's credential.
     @inlinable
     public func login(user: App.User, token: AccessToken) {
-        activeState.update(.login) { $0.loggingIn(user: user, token: token) }
+        withActiveState { $0.update(.login) { $0.logIn(user: user, token: token); return true } }
         didTransition()
     }
 
@@ -25,8 +25,12 @@ extension EnvironmentStack {
     /// - Returns: The session that ended, or `nil` when nobody was logged in.
     @inlinable @discardableResult
     public func logout() -> Session<App.User>? {
-        let result = activeState.update(.logout) { top in
-            top.session == nil ? nil : top.loggingOut()
+        let result = withActiveState { state in
+            state.update(.logout) { environment in
+                guard environment.session != nil else { return false }
+                environment.logOut()
+                return true
+            }
         }
         if result != nil { didTransition() }
         return result?.environment.session
@@ -39,8 +43,11 @@ extension EnvironmentStack {
     ///   is unchanged then.
     @inlinable
     public func updateCurrentUser(_ user: App.User) throws(SessionError) {
-        try activeState.update(.userUpdated) { (top) throws(SessionError) in
-            try top.updatingCurrentUser(user)
+        try withActiveState { (state) throws(SessionError) in
+            try state.update(.userUpdated) { (environment) throws(SessionError) in
+                try environment.updateCurrentUser(user)
+                return true
+            }
         }
         didTransition()
     }
@@ -55,10 +62,13 @@ extension EnvironmentStack {
     ///   is unchanged then.
     @inlinable
     public func updateCurrentUser(_ change: (inout App.User) -> Void) throws(SessionError) {
-        try activeState.update(.userUpdated) { (top) throws(SessionError) in
-            guard var user = top.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
-            change(&user)
-            return try top.updatingCurrentUser(user)
+        try withActiveState { (state) throws(SessionError) in
+            try state.update(.userUpdated) { (environment) throws(SessionError) in
+                guard var user = environment.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
+                change(&user)
+                try environment.updateCurrentUser(user)
+                return true
+            }
         }
         didTransition()
     }
@@ -67,7 +77,7 @@ extension EnvironmentStack {
     /// - Parameter config: The new configuration.
     @inlinable
     public func updateConfig(_ config: App.Config) {
-        activeState.update(.configUpdated) { $0.with(\.config, config) }
+        withActiveState { $0.update(.configUpdated) { $0.config = config; return true } }
         didTransition()
     }
 
@@ -79,11 +89,12 @@ extension EnvironmentStack {
     /// - Parameter change: Changes a copy of the current configuration.
     @inlinable
     public func updateConfig(_ change: (inout App.Config) -> Void) {
-        activeState.update(.configUpdated) { $0.over(\.config) { config in
-            var copy = config
-            change(&copy)
-            return copy
-        } }
+        withActiveState { state in
+            state.update(.configUpdated) { environment in
+                change(&environment.config)
+                return true
+            }
+        }
         didTransition()
     }
 }
