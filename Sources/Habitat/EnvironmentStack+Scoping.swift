@@ -30,7 +30,7 @@ extension EnvironmentStack {
     ) throws(E) -> R {
         var environment = current
         change(&environment)
-        return try withEnvironment(environment, operation: operation)
+        return try withScope(makeScope(environment), operation: operation)
     }
 
     /// Runs `operation` with `environment` as the base of a scope of its own, for the calling
@@ -54,15 +54,21 @@ extension EnvironmentStack {
         _ environment: Environment<App>,
         operation: () throws(E) -> R
     ) throws(E) -> R {
-        var link: ScopeLink? = makeScope(environment)
-        let outcome = Scopes.innermost.withValue(link) { () -> Result<R, E> in
+        try withScope(makeScope(copy environment), operation: operation)
+    }
+
+    /// Runs `operation` in the scope `link` begins, then ends the scope.
+    @inlinable
+    func withScope<R, E: Error>(_ link: consuming ScopeLink, operation: () throws(E) -> R) throws(E) -> R {
+        var scope: ScopeLink? = consume link
+        let outcome = Scopes.innermost.withValue(scope) { () -> Result<R, E> in
             do throws(E) {
                 return .success(try operation())
             } catch {
                 return .failure(error)
             }
         }
-        endScope(&link)
+        endScope(&scope)
         return try outcome.get()
     }
 
@@ -93,7 +99,7 @@ extension EnvironmentStack {
     ) async throws(E) -> R {
         var environment = current
         change(&environment)
-        return try await withEnvironment(environment, isolation: isolation, operation: operation)
+        return try await withScope(makeScope(environment), isolation: isolation, operation: operation)
     }
 
     /// Runs the asynchronous `operation` with `environment` as the base of a scope of its own,
@@ -111,9 +117,19 @@ extension EnvironmentStack {
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        var link: ScopeLink? = makeScope(environment)
+        try await withScope(makeScope(copy environment), isolation: isolation, operation: operation)
+    }
+
+    /// Runs the asynchronous `operation` in the scope `link` begins, then ends the scope.
+    @inlinable
+    func withScope<R, E: Error>(
+        _ link: consuming ScopeLink,
+        isolation: isolated (any Actor)?,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        var scope: ScopeLink? = consume link
         let outcome = await Scopes.innermost.withValue(
-            link,
+            scope,
             operation: { () async -> Result<R, E> in
                 do throws(E) {
                     return .success(try await operation())
@@ -123,13 +139,13 @@ extension EnvironmentStack {
             },
             isolation: isolation
         )
-        endScope(&link)
+        endScope(&scope)
         return try outcome.get()
     }
 
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
     @inlinable
-    func makeScope(_ environment: Environment<App>) -> ScopeLink {
+    func makeScope(_ environment: consuming Environment<App>) -> ScopeLink {
         let state: StackState<App>
         if let pooled = scopePool.take() {
             pooled.reuse(base: environment, liveScopes: liveScopes)
@@ -137,7 +153,8 @@ extension EnvironmentStack {
         } else {
             state = StackState.make(base: environment, liveScopes: liveScopes)
         }
-        return ScopeLink(stackID: id, state: state, next: Scopes.innermost.get())
+        let next = Scopes.innermostAddress(key: scopesKey).map { Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue() }
+        return ScopeLink(stackID: id, state: state, next: next)
     }
 
     /// Ends a scope: when nothing outlives it (no task started in it still runs), its state goes

@@ -54,10 +54,11 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     /// Creates the state of a stack (or scope) whose base is `base`.
     @inlinable
-    static func make(base: Environment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
+    static func make(base: consuming Environment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
         let stamp = nextStamp()
+        let top = Frame.make(base, stamp: stamp)
         let buffer = StackState.create(minimumCapacity: 1) { _ in
-            Guarded(top: Frame.make(base, stamp: stamp), liveScopes: liveScopes)
+            Guarded(top: top, liveScopes: liveScopes)
         }
         let state = unsafeDowncast(buffer, to: StackState<App>.self)
         state.withUnsafeMutablePointerToElements { word in
@@ -71,15 +72,15 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// Readies a pooled scope state for a new scope whose base is `base`. The state must be
     /// referenced by nothing but the caller.
     @inlinable
-    func reuse(base: Environment<App>, liveScopes: AtomicCounter) {
+    func reuse(base: consuming Environment<App>, liveScopes: AtomicCounter) {
         let stamp = nextStamp()
         lock()
         if isKnownUniquelyReferenced(&guarded.pointee.top) {
             _ = guarded.pointee.top.takeEnvironment()
-            guarded.pointee.top.refill(base, stamp: stamp)
+            guarded.pointee.top.refill(consume base, stamp: stamp)
         } else {
             // A thread's reader slot still holds the old base: leave it to that slot.
-            guarded.pointee.top = Frame.make(base, stamp: stamp)
+            guarded.pointee.top = Frame.make(consume base, stamp: stamp)
         }
         guarded.pointee.liveScopes = liveScopes
         habitat_atomic_store_release_u64(stampWord, stamp)
@@ -92,14 +93,15 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// state must be referenced by nothing but the caller.
     @inlinable
     func retire() {
+        // NB: most scopes push nothing and have no subscribers; swapping only what is there
+        // leaves their empty storage alone instead of allocating anew.
+        var below: [Frame<App>] = []
+        var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
         lock()
-        let below = guarded.pointee.below
-        let subscribers = guarded.pointee.subscribers
-        let liveScopes = guarded.pointee.liveScopes
-        guarded.pointee.below.removeAll(keepingCapacity: true)
-        guarded.pointee.subscribers = [:]
+        if !guarded.pointee.below.isEmpty { swap(&below, &guarded.pointee.below) }
+        if !guarded.pointee.subscribers.isEmpty { swap(&subscribers, &guarded.pointee.subscribers) }
+        let liveScopes = guarded.pointee.liveScopes.take()
         guarded.pointee.sequence = 0
-        guarded.pointee.liveScopes = nil
         unlock()
         for continuation in subscribers.values { continuation.finish() }
         liveScopes?.subtract(1)
