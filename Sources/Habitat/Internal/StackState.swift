@@ -255,9 +255,6 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
     func pop() -> Environment<App>? {
-        // NB: a thread that pushed and then read holds the pushed frame in its slot; let go of
-        // it, so the pop below finds the frame unshared and can reuse it.
-        let slot = currentReaderSlot()
         lock()
         guard var old = guarded.pointee.below.popLast() else {
             unlock()
@@ -266,13 +263,19 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         swap(&guarded.pointee.top, &old)
         // `old` is now the frame that was on top.
         publish(.pop, old: old, new: guarded.pointee.top, depth: guarded.pointee.below.count + 1)
-        if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() && slot.pointee.borrows == 0 {
-            slot.pointee.forget()
-        }
         // NB: a popped frame that no reader holds gives up its environment without a copy, and
-        // stays as the spare for the next push.
+        // stays as the spare for the next push. A thread that pushed and then read holds the
+        // pushed frame in its own slot: that hold is let go of first.
+        var unique = isKnownUniquelyReferenced(&old)
+        if !unique {
+            let slot = currentReaderSlot()
+            if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() && slot.pointee.borrows == 0 {
+                slot.pointee.forget()
+                unique = isKnownUniquelyReferenced(&old)
+            }
+        }
         let environment: Environment<App>
-        if isKnownUniquelyReferenced(&old) {
+        if unique {
             environment = old.takeEnvironment()
             if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
         } else {
@@ -286,11 +289,18 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     /// Publishes `new`'s stamp and tells subscribers. Call with `lock` held, once `new` is the
     /// top; `depth` is the stack's depth with `new` on top.
-    @inlinable
+    @inlinable @inline(__always)
     func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>, depth: Int) {
         habitat_atomic_store_release_u64(stampWord, new.stamp)
         guarded.pointee.sequence &+= 1
-        guard _slowPath(!guarded.pointee.subscribers.isEmpty) else { return }
+        if _slowPath(!guarded.pointee.subscribers.isEmpty) {
+            notify(kind, old: old, new: new, depth: depth)
+        }
+    }
+
+    /// Sends a change to every subscriber. Call with `lock` held.
+    @inlinable @inline(never)
+    func notify(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>, depth: Int) {
         let change = EnvironmentChange(
             kind: kind,
             old: old.environment,
