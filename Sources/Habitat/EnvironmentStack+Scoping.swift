@@ -146,26 +146,32 @@ extension EnvironmentStack {
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
     @inlinable
     func makeScope(_ environment: consuming Environment<App>) -> ScopeLink {
-        let state: StackState<App>
-        if let pooled = scopePool.take() {
-            pooled.reuse(base: environment, liveScopes: liveScopes)
-            state = pooled
-        } else {
-            state = StackState.make(base: environment, liveScopes: liveScopes)
+        let next = Scopes.innermostAddress(key: scopesKey).map {
+            Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue()
         }
-        let next = Scopes.innermostAddress(key: scopesKey).map { Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue() }
+        if let pooled = scopePool.take() {
+            unsafeDowncast(pooled.state.unsafelyUnwrapped, to: StackState<App>.self)
+                .reuse(base: environment, liveScopes: liveScopes)
+            pooled.relink(to: next)
+            return pooled
+        }
+        let state = StackState.make(base: environment, liveScopes: liveScopes)
         return ScopeLink(stackID: id, state: state, next: next)
     }
 
-    /// Ends a scope: when nothing outlives it (no task started in it still runs), its state goes
-    /// back to the pool for the next scope; otherwise the last task to finish frees it.
+    /// Ends a scope: when nothing outlives it (no task started in it still runs), its link and
+    /// state go back to the pool for the next scope; otherwise the last task to finish frees
+    /// them.
     @inlinable
-    func endScope(_ link: inout ScopeLink?) {
-        guard isKnownUniquelyReferenced(&link) else { return }
-        var state: StackState<App>? = link.map { unsafeDowncast($0.state, to: StackState<App>.self) }
-        link = nil
+    func endScope(_ scope: inout ScopeLink?) {
+        guard isKnownUniquelyReferenced(&scope), let link = scope else { return }
+        scope = nil
+        // The state is moved out of the link to see whether anything else holds it.
+        var state = link.state.take()
         guard isKnownUniquelyReferenced(&state), let state else { return }
-        state.retire()
-        scopePool.put(state)
+        unsafeDowncast(state, to: StackState<App>.self).retire()
+        link.state = state
+        link.relink(to: nil)
+        scopePool.put(link)
     }
 }

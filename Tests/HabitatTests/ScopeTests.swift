@@ -194,6 +194,33 @@ import Testing
         }
     }
 
+    @Test func reusedScopesNestUnderWhicheverScopeIsCurrent() {
+        // Ended scopes are pooled and reused; each reuse must sit under the scopes current at
+        // the time, whatever it sat under before.
+        let a = makeStack("a")
+        let b = makeStack("b")
+        for round in 0..<3 {
+            b.withEnvironment({ $0.services.label = "b\(round)" }) {
+                a.withEnvironment({ $0.services.label = "a\(round)" }) {
+                    a.withEnvironment({ $0.services.label = "a inner" }) {
+                        #expect(a.current.services.label == "a inner")
+                        #expect(b.current.services.label == "b\(round)")
+                    }
+                    #expect(a.current.services.label == "a\(round)")
+                }
+            }
+            a.withEnvironment({ $0.services.label = "A\(round)" }) {
+                b.withEnvironment({ $0.services.label = "B\(round)" }) {
+                    #expect(a.current.services.label == "A\(round)")
+                    #expect(b.current.services.label == "B\(round)")
+                }
+                #expect(b.current.services.label == "b")
+            }
+            #expect(a.current.services.label == "a")
+            #expect(b.current.services.label == "b")
+        }
+    }
+
     @Test @MainActor func mainActorCallersKeepTheirIsolation() async {
         let stack = makeStack()
         let label = await stack.withEnvironment({ $0.services.label = "main" }) {

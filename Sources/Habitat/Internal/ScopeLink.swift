@@ -1,20 +1,27 @@
 /// The scopes the current task is in, innermost first, one link per `withEnvironment` call.
 ///
 /// NB: a task-local can't be generic, so links hold their stack's state type-erased and are
-/// matched by the stack's process-unique `id`.
+/// matched by the stack's process-unique `id`. A link keeps its state for life: when a scope
+/// ends and nothing outlives it, link and state go back to the stack's pool together.
 @usableFromInline
-// Safe: every property is immutable, and `state` is a `StackState`, whose mutable parts are
-// all behind its own lock or atomic (it can't say `Sendable` itself, being a `ManagedBuffer`).
+// Safe: `stackID` and `stateAddress` never change, and `state` is a `StackState`, whose
+// mutable parts are all behind its own lock or atomic (it can't say `Sendable` itself, being
+// a `ManagedBuffer`). `state`, `next` and `nextAddress` are written only while the link is
+// bound in no task and referenced by one thread alone (the one ending its scope, or the one
+// that took it from the pool, whose lock orders those writes before any later use), and read
+// only while it is bound.
 final class ScopeLink: @unchecked Sendable {
     @usableFromInline let stackID: UInt64
-    @usableFromInline let state: AnyObject
-    @usableFromInline let next: ScopeLink?
+    /// The scope's `StackState`; `nil` only for the moment `EnvironmentStack.endScope` takes it
+    /// out to see whether anything else references it.
+    @exclusivity(unchecked) @usableFromInline var state: AnyObject?
+    @exclusivity(unchecked) @usableFromInline var next: ScopeLink?
     /// `state` and `next` as plain addresses, for the read path.
     ///
     /// NB: reading a strong reference out of a class retains it; a read inside a scope walks
     /// these instead, and so writes no reference count that other threads share.
     @usableFromInline let stateAddress: UnsafeMutableRawPointer
-    @usableFromInline let nextAddress: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) @usableFromInline var nextAddress: UnsafeMutableRawPointer?
 
     @usableFromInline
     init(stackID: UInt64, state: AnyObject, next: ScopeLink?) {
@@ -23,6 +30,13 @@ final class ScopeLink: @unchecked Sendable {
         self.next = next
         stateAddress = Unmanaged.passUnretained(state).toOpaque()
         nextAddress = next.map { Unmanaged.passUnretained($0).toOpaque() }
+    }
+
+    /// Makes `next` the scope this link's scope sits in. Only on a link no task is bound to.
+    @inlinable
+    func relink(to next: ScopeLink?) {
+        nextAddress = next.map { Unmanaged.passUnretained($0).toOpaque() }
+        self.next = next
     }
 }
 

@@ -93,17 +93,20 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// state must be referenced by nothing but the caller.
     @inlinable
     func retire() {
-        // NB: most scopes push nothing and have no subscribers; swapping only what is there
+        // NB: most scopes push nothing and have no subscribers; taking only what is there
         // leaves their empty storage alone instead of allocating anew.
         var below: [Frame<App>] = []
-        var subscribers: [UInt64: AsyncStream<EnvironmentChange<App>>.Continuation] = [:]
+        var subscribers: [AsyncStream<EnvironmentChange<App>>.Continuation] = []
         lock()
         if !guarded.pointee.below.isEmpty { swap(&below, &guarded.pointee.below) }
-        if !guarded.pointee.subscribers.isEmpty { swap(&subscribers, &guarded.pointee.subscribers) }
+        if !guarded.pointee.subscribers.isEmpty {
+            subscribers = Array(guarded.pointee.subscribers.values)
+            guarded.pointee.subscribers.removeAll()
+        }
         let liveScopes = guarded.pointee.liveScopes.take()
         guarded.pointee.sequence = 0
         unlock()
-        for continuation in subscribers.values { continuation.finish() }
+        for continuation in subscribers { continuation.finish() }
         liveScopes?.subtract(1)
         _ = below  // released here, after the lock
     }
@@ -382,28 +385,28 @@ final class WeakState: @unchecked Sendable {
     init(_ state: AnyObject) { self.state = state }
 }
 
-/// A few retired scope states of one stack, kept for reuse.
+/// A few ended scopes of one stack (each a link with its retired state), kept for reuse.
 @usableFromInline
-// Safe: `states` is read and written only with `lock` held, and a state in the pool is
-// referenced by the pool alone.
+// Safe: `states` is read and written only with `lock` held, and a link in the pool, with its
+// state, is referenced by the pool alone.
 final class ScopePool<App: EnvironmentSchema>: @unchecked Sendable {
     @usableFromInline let lock = Lock()
     // The lock makes access exclusive; a run-time check on top measured as much as the lock.
-    @exclusivity(unchecked) @usableFromInline var states: [StackState<App>] = []
+    @exclusivity(unchecked) @usableFromInline var states: [ScopeLink] = []
     /// Enough for the scopes one stack has open at once on a few threads; more are freed.
     @usableFromInline static var capacity: Int { 8 }
 
     @usableFromInline init() {}
 
     @inlinable
-    func take() -> StackState<App>? {
+    func take() -> ScopeLink? {
         lock.lock()
         defer { lock.unlock() }
         return states.popLast()
     }
 
     @inlinable
-    func put(_ state: StackState<App>) {
+    func put(_ state: ScopeLink) {
         lock.lock()
         if states.count < Self.capacity {
             states.append(state)
