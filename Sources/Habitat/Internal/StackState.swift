@@ -185,8 +185,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// committed meanwhile, it runs again on a copy of the newer top.
     @inlinable
     func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
-        var replaced: Frame<App>?
-        _ = try write(.push, pushing: true, replaced: &replaced) { (environment) throws(E) in
+        _ = try write(.push, pushing: true) { (environment) throws(E) in
             try change(&environment)
             return true
         }
@@ -195,15 +194,13 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// Replaces the top with a copy changed by `change`, atomically; see ``push(_:)``. When
     /// `change` returns `false`, nothing is committed.
     ///
-    /// - Returns: The frame that was on top before, or `nil` when nothing was committed.
+    /// - Returns: Whether the change was committed.
     @inlinable @discardableResult
     func update<E: Error>(
         _ kind: EnvironmentChangeKind,
         _ change: (inout Environment<App>) throws(E) -> Bool
-    ) throws(E) -> Frame<App>? {
-        var replaced: Frame<App>?
-        _ = try write(kind, pushing: false, replaced: &replaced, change)
-        return replaced
+    ) throws(E) -> Bool {
+        try write(kind, pushing: false, change)
     }
 
     /// The optimistic write loop behind ``push(_:)`` and ``update(_:_:)``: copies the top it
@@ -217,7 +214,6 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     func write<E: Error>(
         _ kind: EnvironmentChangeKind,
         pushing: Bool,
-        replaced: inout Frame<App>?,
         _ change: (inout Environment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
         while true {
@@ -247,10 +243,27 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             publish(kind, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
             if pushing {
                 guarded.pointee.below.append(frame)
-            } else {
-                replaced = frame
+                unlock()
+                return true
+            }
+            // NB: a replaced top is usually held by this thread's slot alone (the write read it
+            // there); moving the slot on to the new top frees the old one to be the spare, so
+            // a run of logins and logouts neither refreshes the slot nor allocates.
+            if slot.pointee.frame == Unmanaged.passUnretained(frame).toOpaque() && slot.pointee.borrows == 0 {
+                slot.pointee.replace(with: guarded.pointee.top, stamp: stamp)
+            }
+            if isKnownUniquelyReferenced(&frame) {
+                let replaced = frame.takeEnvironment()
+                if guarded.pointee.spare == nil { guarded.pointee.spare = consume frame }
+                unlock()
+                // The replaced environment is released here, after the lock, as in `pop()`.
+                _ = consume replaced
+                return true
             }
             unlock()
+            // Another thread holds the old top; should it let go meanwhile, the last release
+            // (and the environment's) must still come after the lock.
+            withExtendedLifetime(frame) {}
             return true
         }
     }
@@ -277,16 +290,17 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
                 unique = isKnownUniquelyReferenced(&old)
             }
         }
-        let environment: Environment<App>
-        if unique {
-            environment = old.takeEnvironment()
-            if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
-        } else {
-            environment = old.environment
-        }
-        unlock()
         // The frame, and the environment if the caller discards it, are released after the
         // lock, so services that do work in `deinit` can't deadlock on the stack.
+        if unique {
+            let environment = old.takeEnvironment()
+            if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
+            unlock()
+            return environment
+        }
+        let environment = old.environment
+        unlock()
+        withExtendedLifetime(old) {}
         return environment
     }
 

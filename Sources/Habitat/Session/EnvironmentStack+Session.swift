@@ -25,15 +25,17 @@ extension EnvironmentStack {
     /// - Returns: The session that ended, or `nil` when nobody was logged in.
     @inlinable @discardableResult
     public func logout() -> Session<App.User>? {
-        let result = withActiveState { state in
+        var ended: Session<App.User>?
+        let committed = withActiveState { state in
             state.update(.logout) { environment in
-                guard environment.session != nil else { return false }
+                ended = environment.session
+                guard ended != nil else { return false }
                 environment.logOut()
                 return true
             }
         }
-        if result != nil { didTransition() }
-        return result?.environment.session
+        if committed { didTransition() }
+        return committed ? ended : nil
     }
 
     /// Replaces the signed-in user's data, keeping the token and the auth state.
