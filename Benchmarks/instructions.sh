@@ -16,7 +16,7 @@ count() {  # operation, iterations -> total instructions
 }
 
 printf "%-16s %14s\n" operation "instr/op"
-for operation in read read-floor scoped-read scope push-pop push-pop-floor login-logout; do
+for operation in read read-floor scoped-read scope push-pop push-pop-floor push-pop-locked-floor login-logout; do
     n=20000
     case $operation in read|read-floor|scoped-read) n=1000000 ;; esac
     a=$(count "$operation" "$n")

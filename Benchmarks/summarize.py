@@ -29,6 +29,7 @@ ROWS = [
     ("scope enter+leave", "scope/habitat", "withDependencies enter+leave", "scope/swift-dependencies", 0.5),
     ("scope enter+leave", "scope/habitat", "Swinject child container + override", "scope/swinject", None),
     ("push modified copy + pop", "push-pop/habitat", "unsynchronised array (floor)", "push-pop/floor", 1.2),
+    ("push modified copy + pop", "push-pop/habitat", "the same array behind a mutex", "push-pop/locked-floor", None),
     ("login + logout", "login-logout/habitat", "two replacements by hand (floor)", "login-logout/floor", None),
     ("two threads reading, per read", "two-threads/habitat", "Habitat, one thread", "two-threads/habitat-one-thread", 2),
     ("two threads reading, per read", "two-threads/habitat", "swift-dependencies, two threads", "two-threads/swift-dependencies", None),

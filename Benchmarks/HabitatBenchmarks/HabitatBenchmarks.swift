@@ -54,6 +54,18 @@ struct DependencyReader {
     @Dependency(\.benchConfig) var config
 }
 
+/// A plain pthread mutex, for the floor of a thread-safe stack.
+final class PlainMutex: @unchecked Sendable {
+    // Safe: the mutex is only used through pthread_mutex_lock/unlock.
+    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    init() {
+        mutex = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+    }
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
+}
+
 /// The snapshot benchmarks' world: a user and a configuration of 50 keys.
 func snapshotEnvironment() -> Environment<BenchApp> {
     var config = BenchConfig()
@@ -198,6 +210,25 @@ let benchmarks: @Sendable () -> Void = {
             copy.config.timeout = index
             frames.append(copy)
             blackHole(frames.removeLast())
+        }
+    }
+
+    Benchmark("push-pop/locked-floor") { benchmark in
+        // The same array behind a mutex: the least any stack that threads share can do.
+        var frames = [stack.current]
+        frames.reserveCapacity(4)
+        let mutex = PlainMutex()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            mutex.lock()
+            var copy = frames[frames.count - 1]
+            copy.config.timeout = index
+            frames.append(copy)
+            mutex.unlock()
+            mutex.lock()
+            let popped = frames.removeLast()
+            mutex.unlock()
+            blackHole(popped)
         }
     }
 

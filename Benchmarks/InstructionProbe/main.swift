@@ -42,6 +42,22 @@ let operations: [String: (Int) -> Void] = [
             consume(frames.removeLast().config.timeout)
         }
     },
+    "push-pop-locked-floor": { count in
+        var frames = [stack.current]
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        for index in 0..<count {
+            pthread_mutex_lock(mutex)
+            var copy = frames[frames.count - 1]
+            copy.config.timeout = index
+            frames.append(copy)
+            pthread_mutex_unlock(mutex)
+            pthread_mutex_lock(mutex)
+            let popped = frames.removeLast()
+            pthread_mutex_unlock(mutex)
+            consume(popped.config.timeout)
+        }
+    },
     "login-logout": { count in
         for _ in 0..<count {
             stack.login(user: ProbeUser(id: 1), token: AccessToken("t"))
