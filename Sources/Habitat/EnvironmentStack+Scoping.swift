@@ -151,7 +151,7 @@ extension EnvironmentStack {
         }
         if let pooled = scopePool.take() {
             unsafeDowncast(pooled.state.unsafelyUnwrapped, to: StackState<App>.self)
-                .reuse(base: environment, liveScopes: liveScopes)
+                .reuse(base: environment)
             pooled.relink(to: next)
             return pooled
         }

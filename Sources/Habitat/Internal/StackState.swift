@@ -44,11 +44,15 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         /// For a scope's state: the owning stack's count of live scopes, decremented when the
         /// state dies or goes back to its stack's pool.
         @usableFromInline var liveScopes: AtomicCounter?
+        /// Whether this state is counted in `liveScopes` now: from `make` or `reuse` until
+        /// `retire` or `deinit`.
+        @usableFromInline var counted: Bool
 
         @inlinable
         init(top: Frame<App>, liveScopes: AtomicCounter?) {
             self.top = top
             self.liveScopes = liveScopes
+            counted = liveScopes != nil
         }
     }
 
@@ -71,10 +75,13 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     /// Readies a pooled scope state for a new scope whose base is `base`. The state must be
     /// referenced by nothing but the caller.
+    ///
+    /// NB: no lock: no other thread can reach a state that only its taker references. (A
+    /// change stream's termination handler may still revive it through a weak reference, but
+    /// only to remove a subscriber, under the lock; `reuse` doesn't touch the subscribers.)
     @inlinable
-    func reuse(base: consuming Environment<App>, liveScopes: AtomicCounter) {
+    func reuse(base: consuming Environment<App>) {
         let stamp = nextStamp()
-        lock()
         if isKnownUniquelyReferenced(&guarded.pointee.top) {
             _ = guarded.pointee.top.takeEnvironment()
             guarded.pointee.top.refill(consume base, stamp: stamp)
@@ -82,10 +89,9 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             // A thread's reader slot still holds the old base: leave it to that slot.
             guarded.pointee.top = Frame.make(consume base, stamp: stamp)
         }
-        guarded.pointee.liveScopes = liveScopes
+        guarded.pointee.counted = true
         habitat_atomic_store_release_u64(stampWord, stamp)
-        unlock()
-        liveScopes.add(1)
+        guarded.pointee.liveScopes?.add(1)
     }
 
     /// Ends a scope's life without freeing its memory, so its stack can pool it: forgets its
@@ -103,11 +109,12 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             subscribers = Array(guarded.pointee.subscribers.values)
             guarded.pointee.subscribers.removeAll()
         }
-        let liveScopes = guarded.pointee.liveScopes.take()
+        let wasCounted = guarded.pointee.counted
+        guarded.pointee.counted = false
         guarded.pointee.sequence = 0
         unlock()
         for continuation in subscribers { continuation.finish() }
-        liveScopes?.subtract(1)
+        if wasCounted { guarded.pointee.liveScopes?.subtract(1) }
         _ = below  // released here, after the lock
     }
 
@@ -115,7 +122,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     deinit {
         let (subscribers, liveScopes) = withUnsafeMutablePointers { guarded, word in
             Mutex.destroy(StateWord.mutex(in: word))
-            return (guarded.pointee.subscribers, guarded.pointee.liveScopes)
+            return (guarded.pointee.subscribers, guarded.pointee.counted ? guarded.pointee.liveScopes : nil)
         }
         for continuation in subscribers.values { continuation.finish() }
         liveScopes?.subtract(1)
@@ -400,30 +407,52 @@ final class WeakState: @unchecked Sendable {
 }
 
 /// A few ended scopes of one stack (each a link with its retired state), kept for reuse.
+///
+/// NB: one scope at a time per stack is the common case (a test, a request), so the pool has
+/// a front slot that a single atomic exchange empties and a single compare-and-swap fills; the
+/// locked list behind it is for scopes that end on several threads at once.
 @usableFromInline
-// Safe: `states` is read and written only with `lock` held, and a link in the pool, with its
-// state, is referenced by the pool alone.
+// Safe: `front` holds a retained link or nil and is only read and written with atomic
+// exchanges, so each link it held goes to exactly one taker; `states` is read and written only
+// with `lock` held. A link in the pool, with its state, is referenced by the pool alone.
 final class ScopePool<App: EnvironmentSchema>: @unchecked Sendable {
+    @usableFromInline let front: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     @usableFromInline let lock = Lock()
     // The lock makes access exclusive; a run-time check on top measured as much as the lock.
     @exclusivity(unchecked) @usableFromInline var states: [ScopeLink] = []
     /// Enough for the scopes one stack has open at once on a few threads; more are freed.
     @usableFromInline static var capacity: Int { 8 }
 
-    @usableFromInline init() {}
+    @usableFromInline init() {
+        front = .allocate(capacity: 1)
+        front.initialize(to: nil)
+    }
+
+    deinit {
+        if let link = habitat_atomic_exchange_ptr(front, nil) {
+            Unmanaged<ScopeLink>.fromOpaque(link).release()
+        }
+        front.deallocate()
+    }
 
     @inlinable
     func take() -> ScopeLink? {
+        if let link = habitat_atomic_exchange_ptr(front, nil) {
+            return Unmanaged<ScopeLink>.fromOpaque(link).takeRetainedValue()
+        }
         lock.lock()
         defer { lock.unlock() }
         return states.popLast()
     }
 
     @inlinable
-    func put(_ state: ScopeLink) {
+    func put(_ link: consuming ScopeLink) {
+        let address = Unmanaged.passRetained(link).toOpaque()
+        if habitat_atomic_cas_ptr(front, nil, address) { return }
+        let taken = Unmanaged<ScopeLink>.fromOpaque(address).takeRetainedValue()
         lock.lock()
         if states.count < Self.capacity {
-            states.append(state)
+            states.append(taken)
             lock.unlock()
         } else {
             lock.unlock()

@@ -29,4 +29,12 @@ static inline int64_t habitat_atomic_fetch_add_i64(int64_t *p, int64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
 
+static inline void *habitat_atomic_exchange_ptr(void **p, void *v) {
+  return __atomic_exchange_n(p, v, __ATOMIC_ACQ_REL);
+}
+
+static inline bool habitat_atomic_cas_ptr(void **p, void *expected, void *desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
 #endif
