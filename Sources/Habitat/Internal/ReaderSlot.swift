@@ -106,7 +106,7 @@ let readerSlotKey: pthread_key_t = {
         if let frame = slot.pointee.frame { Unmanaged<AnyObject>.fromOpaque(frame).release() }
         slot.pointee.drainRetired()
         slot.deinitialize(count: 1)
-        slot.deallocate()
+        UnsafeMutableRawPointer(slot).deallocate()
     }
     precondition(status == 0, "pthread_key_create failed with \(status)")
     return key
@@ -123,7 +123,12 @@ func currentReaderSlot() -> UnsafeMutablePointer<ReaderSlot> {
 
 @usableFromInline
 func makeReaderSlot() -> UnsafeMutablePointer<ReaderSlot> {
-    let slot = UnsafeMutablePointer<ReaderSlot>.allocate(capacity: 1)
+    // NB: every read writes its thread's slot (`borrows`); each slot gets cache lines of its
+    // own, so two threads' slots can never share one and slow each other's reads down.
+    let line = 128
+    let size = (MemoryLayout<ReaderSlot>.stride + line - 1) / line * line
+    let slot = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: line)
+        .bindMemory(to: ReaderSlot.self, capacity: 1)
     slot.initialize(to: ReaderSlot())
     pthread_setspecific(readerSlotKey, slot)
     return slot
