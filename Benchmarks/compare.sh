@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, side by side with the peers, then prints the comparison table and
+# Runs every benchmark, side by side with the peers, then prints the comparison table and
 # writes it to results.tsv (for scripts), results.md (for the README) and results.svg (a plot).
 #
-#     bash Benchmarks/compare.sh            # the full run (a few minutes)
+#     bash Benchmarks/compare.sh            # the full run (about 8 minutes)
 #     bash Benchmarks/compare.sh --smoke    # a few iterations of everything; targets not checked
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,8 +13,8 @@ smoke=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # NB: run-to-run noise on these machines is +-30-40%, so a full run repeats the whole suite
-# (3 times by default) and the table takes each benchmark's median across the runs.
-runs=${HABITAT_BENCH_RUNS:-3}
+# (5 times by default) and the table takes each benchmark's median across the runs.
+runs=${HABITAT_BENCH_RUNS:-5}
 if [ $smoke = 1 ]; then export HABITAT_BENCH_ITERATIONS=5; runs=1; fi
 for run in $(seq 1 "$runs"); do
     mkdir -p "$out/$run"
