@@ -15,11 +15,11 @@ count() {  # operation, iterations -> total instructions
         | awk '/refs:/ { gsub(",", "", $NF); print $NF }'
 }
 
-printf "%-16s %14s\n" operation "instr/op"
+printf "%-22s %9s\n" operation "instr/op"
 for operation in read read-floor scoped-read scope push-pop push-pop-floor push-pop-locked-floor login-logout; do
     n=20000
     case $operation in read|read-floor|scoped-read) n=1000000 ;; esac
     a=$(count "$operation" "$n")
     b=$(count "$operation" $((2 * n)))
-    printf "%-16s %14s\n" "$operation" "$(( (b - a) / n ))"
+    printf "%-22s %9s\n" "$operation" "$(( (b - a) / n ))"
 done
