@@ -84,12 +84,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// Runs `body` on the state the calling task acts on, without retaining it.
     @inlinable @discardableResult
     func withActiveState<R, E: Error>(_ body: (StackState<App>) throws(E) -> R) throws(E) -> R {
-        let state = activeStateUnretained
-        do {
-            return try state._withUnsafeGuaranteedRef { state in
-                Result<R, E>(catching: { () throws(E) in try body(state) })
-            }.get()
-        }
+        // `_withUnsafeGuaranteedRef` rethrows untyped errors; the `Result` keeps `E`.
+        try activeStateUnretained._withUnsafeGuaranteedRef { state in
+            Result<R, E>(catching: { () throws(E) in try body(state) })
+        }.get()
     }
 
     @inlinable
