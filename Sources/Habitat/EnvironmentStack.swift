@@ -64,12 +64,9 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         scopesKey = Scopes.key
     }
 
-    /// The state the calling task acts on: its innermost scope of this stack, or the root.
-    @inlinable
-    var activeState: StackState<App> { activeStateUnretained.takeUnretainedValue() }
-
-    /// `activeState` without a retain: `root` lives as long as the stack, and a scope's state
-    /// as long as the caller runs inside the scope.
+    /// The state the calling task acts on, its innermost scope of this stack or the root,
+    /// unretained: `root` lives as long as the stack, and a scope's state as long as the caller
+    /// runs inside the scope.
     ///
     /// NB: the root state's reference count is shared by every thread that writes the stack;
     /// a push and a pop each retained and released it.
@@ -88,11 +85,6 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         try activeStateUnretained._withUnsafeGuaranteedRef { state in
             Result<R, E>(catching: { () throws(E) in try body(state) })
         }.get()
-    }
-
-    @inlinable
-    func scopedState() -> StackState<App>? {
-        scopedStateUnretained()?.takeUnretainedValue()
     }
 
     /// The calling task's innermost scope state of this stack, if any, unretained: the scope
@@ -144,7 +136,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// How many environments are on the stack (in the calling task's scope, inside one),
     /// counting the base. A new stack, or a new scope, has depth 1.
     @inlinable
-    public var depth: Int { activeState.depth }
+    public var depth: Int { withActiveState { $0.depth } }
 
     /// A stream of every change made to the stack from now on, in order.
     ///
@@ -156,12 +148,12 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// Task { for await change in changes { log(change.kind, change.new.currentUser) } }
     /// ```
     @inlinable
-    public var changes: AsyncStream<EnvironmentChange<App>> { activeState.changes() }
+    public var changes: AsyncStream<EnvironmentChange<App>> { withActiveState { $0.changes() } }
 
     /// Records the changes made from now on until `stop` is called; then the stream ends after
     /// the last recorded change. For `HabitatTesting`'s assertions.
     package func recordChanges() -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
-        let (stream, continuation) = activeState.subscribe()
+        let (stream, continuation) = withActiveState { $0.subscribe() }
         return (stream, { continuation.finish() })
     }
 }

@@ -75,7 +75,7 @@ extension EnvironmentStack {
 
     @usableFromInline
     func autosaveIfUnscoped() {
-        guard scopedState() == nil else { return }
+        guard scopedStateUnretained() == nil else { return }
         autosave.save { root.topEnvironment }
     }
 }
