@@ -22,24 +22,52 @@ let package = Package(
         .package(url: "https://github.com/Swinject/Swinject", exact: "2.10.0"),
     ],
     targets: [
+        // What every benchmark measures: the app's types, the floors, the peers' set-up.
+        .target(
+            name: "BenchSupport",
+            dependencies: [
+                .product(name: "Habitat", package: habitat),
+                // NB: `Dependencies` only, never `DependenciesMacros`: the macros pull in
+                // swift-syntax, about 12 minutes of release build on these machines.
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            path: "BenchSupport"
+        ),
+        // glibc's heap statistics, for the bytes each open scope holds.
+        .target(name: "BenchHeap", path: "BenchHeap"),
+        // The comparison rows, in ordo-one/benchmark.
         .executableTarget(
             name: "HabitatBenchmarks",
             dependencies: [
+                "BenchSupport",
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Benchmark", package: "benchmark"),
-                // NB: `Dependencies` only, never `DependenciesMacros`: the macros pull in
-                // swift-syntax, about 12 minutes of release build on these machines.
                 .product(name: "Dependencies", package: "swift-dependencies"),
                 .product(name: "Swinject", package: "Swinject"),
             ],
             path: "HabitatBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The growth rows (many open scopes, subscribers, document size, churn): workloads with
+        // threads, task groups and heap snapshots that a per-iteration harness can't shape.
+        .executableTarget(
+            name: "habitat-growth",
+            dependencies: [
+                "BenchSupport", "BenchHeap",
+                .product(name: "Habitat", package: habitat),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
+            path: "Growth"
+        ),
         // Runs one operation N times for `instructions.sh`, which counts instructions with
         // callgrind: the stable figure where wall-clock times vary by 30-40% from run to run.
         .executableTarget(
             name: "habitat-instruction-probe",
-            dependencies: [.product(name: "Habitat", package: habitat)],
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Habitat", package: habitat),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ],
             path: "InstructionProbe"
         ),
     ]

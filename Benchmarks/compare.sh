@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every benchmark, side by side with the peers, then prints the comparison table and
-# writes it to results.tsv (for scripts), results.md (for the README) and results.svg (a plot).
+# Runs every benchmark, side by side with the peers and floors, then prints the comparison and
+# growth tables and writes results.tsv, growth.tsv, results.md, results.svg and growth.svg.
 #
-#     bash Benchmarks/compare.sh            # the full run (about 8 minutes)
+#     bash Benchmarks/compare.sh            # the full run (about 12 minutes on 2 vCPUs)
 #     bash Benchmarks/compare.sh --smoke    # a few iterations of everything; targets not checked
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -12,19 +12,31 @@ smoke=0
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# NB: run-to-run noise on these machines is +-30-40%, so a full run repeats the whole suite
-# (5 times by default) and the table takes each benchmark's median across the runs.
+# NB: run-to-run noise on these machines is +-30-40%, so a full run repeats everything
+# (5 passes by default) and the tables take each measurement's median across the passes.
 runs=${HABITAT_BENCH_RUNS:-5}
-if [ $smoke = 1 ]; then export HABITAT_BENCH_ITERATIONS=5; runs=1; fi
+growth_flag=""
+if [ $smoke = 1 ]; then export HABITAT_BENCH_ITERATIONS=5; runs=1; growth_flag="--smoke"; fi
+swift build -c release --product habitat-growth >/dev/null
+growth=$(swift build -c release --show-bin-path)/habitat-growth
 for run in $(seq 1 "$runs"); do
     mkdir -p "$out/$run"
-    # NB: --target, because the plugin would also run the instruction probe as a benchmark.
+    # NB: --target, because the plugin would also run the other executables as benchmarks.
     swift package --allow-writing-to-package-directory benchmark --target HabitatBenchmarks \
         --format influx --path "$out/$run" --no-progress --quiet
+    "$growth" $growth_flag > "$out/$run/growth.tsv"
 done
 
 if [ $smoke = 1 ]; then
-    python3 summarize.py "$out"/*/*.csv --smoke
-else
-    python3 summarize.py "$out"/*/*.csv --tsv results.tsv --svg results.svg --markdown results.md
+    python3 summarize.py --csv "$out"/*/*.csv --growth "$out"/*/growth.tsv --smoke
+    exit
 fi
+instructions=()
+if command -v valgrind >/dev/null; then
+    bash instructions.sh --tsv "$out/instructions.tsv"
+    instructions=(--instructions "$out/instructions.tsv")
+else
+    echo "(valgrind not found: the tables go without instruction counts)" >&2
+fi
+python3 summarize.py --csv "$out"/*/*.csv --growth "$out"/*/growth.tsv "${instructions[@]}" \
+    --tsv results.tsv --growth-tsv growth.tsv --svg results.svg --growth-svg growth.svg --markdown results.md

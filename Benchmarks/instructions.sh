@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Counts instructions per operation with valgrind's callgrind: the stable figure on machines
 # whose wall-clock times vary by 30-40% from run to run. Each operation runs N and 2N times and
-# the difference is divided by N, so start-up costs cancel out.
+# the difference is divided by N, so start-up costs cancel out. Every operation has the loop
+# shape and the work of its row in the harness (InstructionProbe/main.swift).
 #
-#     bash Benchmarks/instructions.sh        # needs valgrind (apt-get install valgrind)
+#     bash Benchmarks/instructions.sh [--tsv FILE]   # needs valgrind (apt-get install valgrind)
 set -euo pipefail
 cd "$(dirname "$0")"
 command -v valgrind >/dev/null || { echo "instructions.sh needs valgrind" >&2; exit 1; }
+tsv=/dev/null
+[ "${1:-}" = "--tsv" ] && tsv=$2
 swift build -c release --product habitat-instruction-probe >/dev/null
 probe=$(swift build -c release --show-bin-path)/habitat-instruction-probe
 
@@ -15,11 +18,15 @@ count() {  # operation, iterations -> total instructions
         | awk '/refs:/ { gsub(",", "", $NF); print $NF }'
 }
 
-printf "%-22s %9s\n" operation "instr/op"
-for operation in read read-floor scoped-read scope push-pop push-pop-floor push-pop-locked-floor login-logout; do
+: > "$tsv"
+printf "%-26s %9s\n" operation "instr/op"
+for operation in read read-floor read-swift-dependencies scoped-read scope scope-swift-dependencies \
+    scope-tasklocal-box scope-tasklocal-copy-box push-pop push-pop-floor push-pop-locked-floor \
+    login-logout login-logout-floor; do
     n=20000
     case $operation in read|read-floor|scoped-read) n=1000000 ;; esac
     a=$(count "$operation" "$n")
     b=$(count "$operation" $((2 * n)))
-    printf "%-22s %9s\n" "$operation" "$(( (b - a) / n ))"
+    printf "%-26s %9s\n" "$operation" "$(( (b - a) / n ))"
+    printf "%s\t%s\n" "$operation" "$(( (b - a) / n ))" >> "$tsv"
 done

@@ -1,84 +1,352 @@
-// Every Habitat row and what it is compared with, measured in the same run.
+// Every comparison row: Habitat and what it is compared with, measured in the same run.
 //
-// Names are "<row>/<side>": compare.sh pairs them into the results table. Each benchmark runs
+// Names are "<row>/<side>": summarize.py pairs them into the results table. Each benchmark runs
 // `scaledIterations` inner operations per measured iteration, so its per-iteration numbers
 // divided by the scaling factor are per operation.
+//
+// The rule for every row: both sides run the same loop shape and do the same work. Where a side
+// has to do more (a durable write, a versioned envelope), the row says so in its label.
 
 import Benchmark
+import BenchSupport
 import Dependencies
 import Foundation
 import Habitat
 import Swinject
 
-#if canImport(Glibc)
-import Glibc
-#endif
+let stack = EnvironmentStack<BenchApp>(makeEnvironment())
 
-// MARK: The world being read
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .mallocCountTotal],
+        timeUnits: .nanoseconds,
+        warmupIterations: 3,
+        scalingFactor: .kilo,
+        maxDuration: .seconds(1),
+        maxIterations: 1_000
+    )
+    if let iterations = ProcessInfo.processInfo.environment["HABITAT_BENCH_ITERATIONS"].flatMap(Int.init) {
+        // The CI smoke pass: a few iterations of everything, no targets checked.
+        Benchmark.defaultConfiguration.maxIterations = iterations
+        Benchmark.defaultConfiguration.warmupIterations = 0
+        Benchmark.defaultConfiguration.maxDuration = .milliseconds(200)
+    }
+    var fastRead = Benchmark.defaultConfiguration
+    fastRead.scalingFactor = .mega
+    var once = Benchmark.defaultConfiguration
+    once.scalingFactor = .one
 
-struct BenchUser: Codable, Sendable { var id: Int; var name: String }
-
-struct BenchConfig: Codable, Sendable {
-    var timeout = 30
-    var flags: [String: String] = [:]
+    registerReads(fastRead)
+    registerScopes()
+    registerWrites()
+    registerPersistence(once)
 }
 
-struct BenchServices: Sendable {
-    var api = "live"
-    var analytics = "live"
-}
+// MARK: Reads
 
-enum BenchApp: EnvironmentSchema {
-    typealias Services = BenchServices
-    typealias User = BenchUser
-    typealias Config = BenchConfig
-}
+/// Every read row has one shape: `for _ in iterations { blackHole(<one field>) }`. The black
+/// hole is an opaque call, so no side's read can be hoisted out of the loop.
+func registerReads(_ fastRead: Benchmark.Configuration) {
+    Benchmark("read/habitat", configuration: fastRead) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(stack.current.config.timeout) }
+    }
+    Benchmark("read/floor", configuration: fastRead) { benchmark in
+        for _ in benchmark.scaledIterations { blackHole(plainGlobal.timeout) }
+    }
+    Benchmark("read/swift-dependencies") { benchmark in
+        let reader = DependencyReader()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(reader.config.timeout) }
+    }
+    Benchmark("read/swinject") { benchmark in
+        let container = Container()
+        container.register(BenchConfig.self) { _ in BenchConfig() }.inObjectScope(.container)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(container.resolve(BenchConfig.self)?.timeout) }
+    }
 
-/// The floor: a plain global struct.
-struct PlainEnvironment { var timeout = 30 }
-nonisolated(unsafe) var plainGlobal = PlainEnvironment()
+    Benchmark("scoped-read/habitat") { benchmark in
+        stack.withEnvironment({ $0.config.timeout = 1 }) {
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(stack.current.config.timeout) }
+            benchmark.stopMeasurement()
+        }
+    }
+    Benchmark("scoped-read/swift-dependencies") { benchmark in
+        let reader = DependencyReader()
+        withDependencies { $0.benchConfig = BenchConfig(timeout: 1) } operation: {
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(reader.config.timeout) }
+            benchmark.stopMeasurement()
+        }
+    }
 
-let stack = EnvironmentStack<BenchApp>(Environment(services: BenchServices(), config: BenchConfig()))
-
-// swift-dependencies: the same configuration as a dependency.
-private enum BenchConfigKey: DependencyKey {
-    static let liveValue = BenchConfig()
-}
-extension DependencyValues {
-    var benchConfig: BenchConfig {
-        get { self[BenchConfigKey.self] }
-        set { self[BenchConfigKey.self] = newValue }
+    // Two threads reading at once, per read (each thread does `scaledIterations` reads).
+    Benchmark("two-threads/habitat", configuration: fastRead) { benchmark in
+        let threads = onTwoThreads(perThread: benchmark.scaledIterations.count) { count in
+            for _ in 0..<count { blackHole(stack.current.config.timeout) }
+        }
+        benchmark.startMeasurement()
+        threads.start()
+        threads.wait()
+    }
+    Benchmark("two-threads/habitat-one-thread", configuration: fastRead) { benchmark in
+        for _ in 0..<benchmark.scaledIterations.count { blackHole(stack.current.config.timeout) }
+    }
+    Benchmark("two-threads/swift-dependencies") { benchmark in
+        let threads = onTwoThreads(perThread: benchmark.scaledIterations.count) { count in
+            let reader = DependencyReader()
+            for _ in 0..<count { blackHole(reader.config.timeout) }
+        }
+        benchmark.startMeasurement()
+        threads.start()
+        threads.wait()
     }
 }
-struct DependencyReader {
-    @Dependency(\.benchConfig) var config
-}
 
-/// A plain pthread mutex, for the floor of a thread-safe stack.
-final class PlainMutex: @unchecked Sendable {
-    // Safe: the mutex is only used through pthread_mutex_lock/unlock.
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    init() {
-        mutex = .allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
+// MARK: Scopes
+
+/// Every scope row: one field set on the way in, one read of it inside, then leave.
+func registerScopes() {
+    Benchmark("scope/habitat") { benchmark in
+        for index in benchmark.scaledIterations {
+            stack.withEnvironment({ $0.config.timeout = index }) { blackHole(stack.current.config.timeout) }
+        }
     }
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
+    Benchmark("scope/swift-dependencies") { benchmark in
+        let reader = DependencyReader()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            withDependencies { $0.benchConfig = BenchConfig(timeout: index) } operation: {
+                blackHole(reader.config.timeout)
+            }
+        }
+    }
+    Benchmark("scope/swift-dependencies-get-set") { benchmark in
+        // `$0.benchConfig.timeout = index` reads the dependency before setting it: more work
+        // than Habitat's row, so it is an extra row, not the comparison.
+        let reader = DependencyReader()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            withDependencies { $0.benchConfig.timeout = index } operation: { blackHole(reader.config.timeout) }
+        }
+    }
+    Benchmark("scope/tasklocal-box") { benchmark in
+        // The floor of any task-scoped override: bind a prebuilt class box, read one field.
+        let box = EnvironmentBox(stack.current)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            BareTaskLocal.$box.withValue(box) { blackHole(BareTaskLocal.box.environment.config.timeout) }
+        }
+    }
+    Benchmark("scope/tasklocal-copy-box") { benchmark in
+        // The same work as Habitat's scope, done by hand: copy the environment, change one field,
+        // box it, bind it, read the field.
+        for index in benchmark.scaledIterations {
+            var environment = BareTaskLocal.box.environment
+            environment.config.timeout = index
+            BareTaskLocal.$box.withValue(EnvironmentBox(environment)) {
+                blackHole(BareTaskLocal.box.environment.config.timeout)
+            }
+        }
+    }
+    Benchmark("scope/swinject") { benchmark in
+        let container = Container()
+        container.register(BenchConfig.self) { _ in BenchConfig() }.inObjectScope(.container)
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            let child = Container(parent: container)
+            child.register(BenchConfig.self) { _ in BenchConfig(timeout: index) }
+            blackHole(child.resolve(BenchConfig.self)?.timeout)
+        }
+    }
+
+    // Three scopes nested, one field set in each, one read in the innermost.
+    Benchmark("nested-scopes/habitat") { benchmark in
+        for index in benchmark.scaledIterations {
+            stack.withEnvironment({ $0.config.timeout = index }) {
+                stack.withEnvironment({ $0.config.timeout = index + 1 }) {
+                    stack.withEnvironment({ $0.config.timeout = index + 2 }) {
+                        blackHole(stack.current.config.timeout)
+                    }
+                }
+            }
+        }
+    }
+    Benchmark("nested-scopes/swift-dependencies") { benchmark in
+        let reader = DependencyReader()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            withDependencies { $0.benchConfig = BenchConfig(timeout: index) } operation: {
+                withDependencies { $0.benchConfig = BenchConfig(timeout: index + 1) } operation: {
+                    withDependencies { $0.benchConfig = BenchConfig(timeout: index + 2) } operation: {
+                        blackHole(reader.config.timeout)
+                    }
+                }
+            }
+        }
+    }
+    Benchmark("nested-scopes/tasklocal-copy-box") { benchmark in
+        for index in benchmark.scaledIterations {
+            withCopiedBox(timeout: index) {
+                withCopiedBox(timeout: index + 1) {
+                    withCopiedBox(timeout: index + 2) { blackHole(BareTaskLocal.box.environment.config.timeout) }
+                }
+            }
+        }
+    }
+
+    // An async scope with a suspension inside: enter, yield the thread, read, leave.
+    Benchmark("async-scope/habitat") { benchmark in
+        for index in benchmark.scaledIterations {
+            await stack.withEnvironment({ $0.config.timeout = index }) {
+                await Task.yield()
+                blackHole(stack.current.config.timeout)
+            }
+        }
+    }
+    Benchmark("async-scope/swift-dependencies") { benchmark in
+        let reader = DependencyReader()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            await withDependencies { $0.benchConfig = BenchConfig(timeout: index) } operation: {
+                await Task.yield()
+                blackHole(reader.config.timeout)
+            }
+        }
+    }
+    Benchmark("async-scope/tasklocal-copy-box") { benchmark in
+        for index in benchmark.scaledIterations {
+            var environment = BareTaskLocal.box.environment
+            environment.config.timeout = index
+            await BareTaskLocal.$box.withValue(EnvironmentBox(environment)) {
+                await Task.yield()
+                blackHole(BareTaskLocal.box.environment.config.timeout)
+            }
+        }
+    }
 }
 
-/// The snapshot benchmarks' world: a user and a configuration of 50 keys.
-func snapshotEnvironment() -> Environment<BenchApp> {
-    var config = BenchConfig()
-    for index in 0..<50 { config.flags["flag-\(index)"] = "value-\(index)" }
-    return Environment(services: BenchServices(), config: config)
-        .loggingIn(user: BenchUser(id: 1, name: "Ada"), token: AccessToken("bench-token"))
+@inline(__always)
+func withCopiedBox(timeout: Int, _ body: () -> Void) {
+    var environment = BareTaskLocal.box.environment
+    environment.config.timeout = timeout
+    BareTaskLocal.$box.withValue(EnvironmentBox(environment), operation: body)
 }
 
-/// What the floor encodes: the same user and configuration, plainly.
-struct PlainSnapshot: Codable {
-    var version: Int
-    var user: BenchUser
-    var config: BenchConfig
+// MARK: Writes
+
+func registerWrites() {
+    // Push a copy with one field changed, then pop it and hand it to the black hole.
+    Benchmark("push-pop/habitat") { benchmark in
+        for index in benchmark.scaledIterations {
+            stack.push { $0.config.timeout = index }
+            blackHole(stack.pop())
+        }
+    }
+    Benchmark("push-pop/floor") { benchmark in
+        var frames = [stack.current]
+        frames.reserveCapacity(4)
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            var copy = frames[frames.count - 1]
+            copy.config.timeout = index
+            frames.append(copy)
+            blackHole(frames.removeLast())
+        }
+    }
+    Benchmark("push-pop/locked-floor") { benchmark in
+        // The same array behind a mutex: the least any stack that threads share can do.
+        let locked = LockedArrayStack(stack.current)
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            locked.push(timeout: index)
+            blackHole(locked.pop())
+        }
+    }
+
+    // Log in, then log out: two changes of the session field of the top environment.
+    Benchmark("login-logout/habitat") { benchmark in
+        let token = AccessToken("t")
+        for _ in benchmark.scaledIterations {
+            stack.login(user: benchUser, token: token)
+            stack.logout()
+        }
+    }
+    Benchmark("login-logout/floor") { benchmark in
+        // The same two changes by hand, in place, on a mutex-guarded array (the cheapest correct
+        // way for a stack that threads share).
+        let locked = LockedArrayStack(stack.current)
+        let token = AccessToken("t")
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            locked.mutex.lock()
+            locked.frames[locked.frames.count - 1].session = Session(user: benchUser, token: token)
+            locked.mutex.unlock()
+            locked.mutex.lock()
+            locked.frames[locked.frames.count - 1].session = nil
+            locked.mutex.unlock()
+        }
+        blackHole(locked)
+    }
+
+    // Memory per frame at depth 10,000 (bytes allocated by 10,000 pushes).
+    Benchmark(
+        "depth/habitat",
+        configuration: .init(metrics: [.mallocBytesCount, .mallocCountTotal], scalingFactor: .one, maxIterations: 5)
+    ) { benchmark in
+        let deep = EnvironmentStack<BenchApp>(stack.current)
+        benchmark.startMeasurement()
+        for index in 0..<10_000 { deep.push { $0.config.timeout = index } }
+        benchmark.stopMeasurement()
+        blackHole(deep)
+    }
+}
+
+// MARK: Save and restore a snapshot (user + N config keys) in JSON files
+
+func registerPersistence(_ once: Benchmark.Configuration) {
+    let directory = benchDirectory("snapshots")
+    for keys in [10, 50, 1_000] {
+        let place = directory.appendingPathComponent("\(keys)")
+        let sessions = SessionStore<BenchApp>(
+            store: try! JSONFileStore(url: place.appendingPathComponent("session.json")),
+            secrets: try! FileSecretStore(directory: place.appendingPathComponent("secrets"))
+        )
+        let environment = makeEnvironment(configKeys: keys).loggingIn(user: benchUser, token: AccessToken("bench-token"))
+        let snapshotStack = EnvironmentStack<BenchApp>(environment)
+        let plainFile = place.appendingPathComponent("plain.json").path
+        let plainToken = place.appendingPathComponent("secrets/plain.token").path
+        let plain = PlainSnapshot(version: 1, user: benchUser, config: environment.config)
+
+        if keys == 50 {
+            Benchmark("save/habitat", configuration: once) { _ in
+                try snapshotStack.save(to: sessions)
+            }
+            Benchmark("save/floor-durable", configuration: once) { _ in
+                // The same durability work: both files (snapshot, token) written to a temporary
+                // file, fsynced, renamed into place, their directory fsynced.
+                try durableWrite(JSONEncoder().encode(plain), to: plainFile)
+                try durableWrite(Data("bench-token".utf8), to: plainToken)
+            }
+            Benchmark("save/floor-plain", configuration: once) { _ in
+                try JSONEncoder().encode(plain).write(to: URL(fileURLWithPath: plainFile))
+            }
+        }
+        // Both sides write their files once, here: restoring reads and changes no file.
+        try! snapshotStack.save(to: sessions)
+        try! durableWrite(JSONEncoder().encode(plain), to: plainFile)
+        try! durableWrite(Data("bench-token".utf8), to: plainToken)
+        Benchmark("restore-\(keys)/habitat", configuration: once) { _ in
+            blackHole(try snapshotStack.restore(from: sessions))
+        }
+        Benchmark("restore-\(keys)/floor", configuration: once) { _ in
+            // The same two files read: the snapshot decoded, the token read.
+            let snapshot = try JSONDecoder().decode(PlainSnapshot.self, from: Data(contentsOf: URL(fileURLWithPath: plainFile)))
+            let token = try Data(contentsOf: URL(fileURLWithPath: plainToken))
+            blackHole((snapshot, token))
+        }
+    }
 }
 
 /// Runs `body` on two threads at once, `perThread` times each, and waits for both.
@@ -93,236 +361,4 @@ func onTwoThreads(perThread: Int, _ body: @escaping @Sendable (Int) -> Void) -> 
         }
     }
     return ({ go.signal(); go.signal() }, { done.wait(); done.wait() })
-}
-
-@inline(never)
-func readHabitat(_ count: Int) -> Int {
-    var total = 0
-    for _ in 0..<count { total &+= stack.current.config.timeout }
-    return total
-}
-
-@inline(never)
-func readDependencies(_ count: Int) -> Int {
-    let reader = DependencyReader()
-    var total = 0
-    for _ in 0..<count { total &+= reader.config.timeout }
-    return total
-}
-
-let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(
-        metrics: [.wallClock, .instructions, .mallocCountTotal],
-        timeUnits: .nanoseconds,
-        warmupIterations: 3,
-        scalingFactor: .kilo,
-        maxDuration: .seconds(2),
-        maxIterations: 2_000
-    )
-    let options = ProcessInfo.processInfo.environment
-    if let iterations = options["HABITAT_BENCH_ITERATIONS"].flatMap(Int.init) {
-        // The CI smoke pass: a few iterations of everything, no targets checked.
-        Benchmark.defaultConfiguration.maxIterations = iterations
-        Benchmark.defaultConfiguration.warmupIterations = 0
-        Benchmark.defaultConfiguration.maxDuration = .milliseconds(200)
-    }
-    let fastRead = Benchmark.Configuration(
-        metrics: Benchmark.defaultConfiguration.metrics,
-        timeUnits: .nanoseconds,
-        warmupIterations: Benchmark.defaultConfiguration.warmupIterations,
-        scalingFactor: .mega,
-        maxDuration: Benchmark.defaultConfiguration.maxDuration,
-        maxIterations: Benchmark.defaultConfiguration.maxIterations
-    )
-
-    // MARK: Read one field, no scope
-
-    Benchmark("read/habitat", configuration: fastRead) { benchmark in
-        blackHole(readHabitat(benchmark.scaledIterations.count))
-    }
-    Benchmark("read/floor", configuration: fastRead) { benchmark in
-        for _ in benchmark.scaledIterations { blackHole(plainGlobal.timeout) }
-    }
-    Benchmark("read/swift-dependencies") { benchmark in
-        blackHole(readDependencies(benchmark.scaledIterations.count))
-    }
-    Benchmark("read/swinject") { benchmark in
-        let container = Container()
-        container.register(BenchConfig.self) { _ in BenchConfig() }.inObjectScope(.container)
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(container.resolve(BenchConfig.self)?.timeout) }
-    }
-
-    // MARK: Read one field inside a scope
-
-    Benchmark("scoped-read/habitat") { benchmark in
-        stack.withEnvironment({ $0.config.timeout = 1 }) {
-            benchmark.startMeasurement()
-            blackHole(readHabitat(benchmark.scaledIterations.count))
-            benchmark.stopMeasurement()
-        }
-    }
-    Benchmark("scoped-read/swift-dependencies") { benchmark in
-        withDependencies { $0.benchConfig.timeout = 1 } operation: {
-            benchmark.startMeasurement()
-            blackHole(readDependencies(benchmark.scaledIterations.count))
-            benchmark.stopMeasurement()
-        }
-    }
-
-    // MARK: Scope enter + leave, one field changed
-
-    Benchmark("scope/habitat") { benchmark in
-        for index in benchmark.scaledIterations {
-            stack.withEnvironment({ $0.config.timeout = index }) { blackHole(index) }
-        }
-    }
-    Benchmark("scope/swift-dependencies") { benchmark in
-        for index in benchmark.scaledIterations {
-            withDependencies { $0.benchConfig.timeout = index } operation: { blackHole(index) }
-        }
-    }
-    Benchmark("scope/swinject") { benchmark in
-        let container = Container()
-        container.register(BenchConfig.self) { _ in BenchConfig() }.inObjectScope(.container)
-        benchmark.startMeasurement()
-        for index in benchmark.scaledIterations {
-            let child = Container(parent: container)
-            child.register(BenchConfig.self) { _ in BenchConfig(timeout: index) }
-            blackHole(child)
-        }
-    }
-
-    // MARK: Push a modified copy + pop
-
-    Benchmark("push-pop/habitat") { benchmark in
-        for index in benchmark.scaledIterations {
-            stack.push { $0.config.timeout = index }
-            stack.pop()
-        }
-    }
-    Benchmark("push-pop/floor") { benchmark in
-        var frames = [stack.current]
-        frames.reserveCapacity(4)
-        benchmark.startMeasurement()
-        for index in benchmark.scaledIterations {
-            var copy = frames[frames.count - 1]
-            copy.config.timeout = index
-            frames.append(copy)
-            blackHole(frames.removeLast())
-        }
-    }
-
-    Benchmark("push-pop/locked-floor") { benchmark in
-        // The same array behind a mutex: the least any stack that threads share can do.
-        var frames = [stack.current]
-        frames.reserveCapacity(4)
-        let mutex = PlainMutex()
-        benchmark.startMeasurement()
-        for index in benchmark.scaledIterations {
-            mutex.lock()
-            var copy = frames[frames.count - 1]
-            copy.config.timeout = index
-            frames.append(copy)
-            mutex.unlock()
-            mutex.lock()
-            let popped = frames.removeLast()
-            mutex.unlock()
-            blackHole(popped)
-        }
-    }
-
-    // MARK: Login then logout
-
-    Benchmark("login-logout/habitat") { benchmark in
-        let user = BenchUser(id: 1, name: "Ada")
-        let token = AccessToken("t")
-        for _ in benchmark.scaledIterations {
-            stack.login(user: user, token: token)
-            stack.logout()
-        }
-    }
-    Benchmark("login-logout/floor") { benchmark in
-        var frames = [stack.current]
-        let user = BenchUser(id: 1, name: "Ada")
-        let token = AccessToken("t")
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations {
-            var loggedIn = frames[frames.count - 1]
-            loggedIn.session = Session(user: user, token: token)
-            frames[frames.count - 1] = loggedIn
-            var loggedOut = frames[frames.count - 1]
-            loggedOut.session = nil
-            frames[frames.count - 1] = loggedOut
-        }
-        blackHole(frames)
-    }
-
-    // MARK: Two threads reading at once (per read)
-
-    Benchmark("two-threads/habitat", configuration: fastRead) { benchmark in
-        let count = benchmark.scaledIterations.count
-        let threads = onTwoThreads(perThread: count) { blackHole(readHabitat($0)) }
-        benchmark.startMeasurement()
-        threads.start()
-        threads.wait()
-    }
-    Benchmark("two-threads/habitat-one-thread", configuration: fastRead) { benchmark in
-        blackHole(readHabitat(benchmark.scaledIterations.count))
-    }
-    Benchmark("two-threads/swift-dependencies") { benchmark in
-        let count = benchmark.scaledIterations.count
-        let threads = onTwoThreads(perThread: count) { blackHole(readDependencies($0)) }
-        benchmark.startMeasurement()
-        threads.start()
-        threads.wait()
-    }
-
-    // MARK: Memory per frame at depth 10,000 (bytes allocated by 10,000 pushes)
-
-    Benchmark(
-        "depth/habitat",
-        configuration: .init(metrics: [.mallocBytesCount, .mallocCountTotal], scalingFactor: .one, maxIterations: 5)
-    ) { benchmark in
-        let deep = EnvironmentStack<BenchApp>(stack.current)
-        benchmark.startMeasurement()
-        for index in 0..<10_000 { deep.push { $0.config.timeout = index } }
-        benchmark.stopMeasurement()
-        blackHole(deep)
-    }
-
-    // MARK: Save and restore a snapshot (user + 50 config keys), JSON file
-
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("habitat-bench-\(getpid())")
-    let sessions = SessionStore<BenchApp>(
-        store: try! JSONFileStore(url: directory.appendingPathComponent("session.json")),
-        secrets: try! FileSecretStore(directory: directory.appendingPathComponent("secrets"))
-    )
-    let snapshotStack = EnvironmentStack<BenchApp>(snapshotEnvironment())
-    let plainFile = directory.appendingPathComponent("plain.json")
-    let plain = PlainSnapshot(version: 1, user: BenchUser(id: 1, name: "Ada"), config: snapshotEnvironment().config)
-    let slow = Benchmark.Configuration(
-        metrics: [.wallClock, .instructions, .mallocCountTotal],
-        timeUnits: .nanoseconds,
-        scalingFactor: .one,
-        maxDuration: Benchmark.defaultConfiguration.maxDuration,
-        maxIterations: Benchmark.defaultConfiguration.maxIterations
-    )
-
-    Benchmark("save/habitat", configuration: slow) { _ in
-        try snapshotStack.save(to: sessions)
-    }
-    Benchmark("save/floor", configuration: slow) { _ in
-        try JSONEncoder().encode(plain).write(to: plainFile)
-    }
-    // Both sides write their file once, here: restoring reads and changes no file, so every
-    // iteration reads the same saved snapshot (and none runs right behind a save's flushes).
-    try! snapshotStack.save(to: sessions)
-    try! JSONEncoder().encode(plain).write(to: plainFile)
-    Benchmark("restore/habitat", configuration: slow) { _ in
-        blackHole(try snapshotStack.restore(from: sessions))
-    }
-    Benchmark("restore/floor", configuration: slow) { _ in
-        blackHole(try JSONDecoder().decode(PlainSnapshot.self, from: Data(contentsOf: plainFile)))
-    }
 }

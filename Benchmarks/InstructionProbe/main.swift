@@ -1,68 +1,92 @@
 // Runs one operation N times, for `instructions.sh` to count instructions with callgrind.
 // Instruction counts are stable where wall-clock times on these machines vary by 30-40%.
+// Each operation has the same loop shape and does the same work as its row in the harness.
 //
 //     habitat-instruction-probe OPERATION COUNT
 
+import BenchSupport
+import Dependencies
 import Foundation
 import Habitat
 
-struct ProbeUser: Codable, Sendable { var id: Int }
-struct ProbeConfig: Codable, Sendable { var timeout = 30; var name = "x" }
-struct ProbeServices: Sendable { var api = "live" }
-enum ProbeApp: EnvironmentSchema {
-    typealias Services = ProbeServices
-    typealias User = ProbeUser
-    typealias Config = ProbeConfig
-}
-
-let stack = EnvironmentStack<ProbeApp>(Environment(services: ProbeServices(), config: ProbeConfig()))
-struct Plain { var timeout = 30 }
-nonisolated(unsafe) var plain = Plain()
-
-@inline(never) func consume(_ value: Int) { if value == .min { print(value) } }
+let stack = EnvironmentStack<BenchApp>(makeEnvironment())
+let token = AccessToken("t")
 
 let operations: [String: (Int) -> Void] = [
-    // Both reads hand each value to an opaque function, as the harness's `blackHole` does, so
-    // the compiler can't hoist the floor's read out of the loop.
-    "read": { count in for _ in 0..<count { consume(stack.current.config.timeout) } },
-    "read-floor": { count in for _ in 0..<count { consume(plain.timeout) } },
+    "read": { count in for _ in 0..<count { sink(stack.current.config.timeout) } },
+    "read-floor": { count in for _ in 0..<count { sink(plainGlobal.timeout) } },
+    "read-swift-dependencies": { count in
+        let reader = DependencyReader()
+        for _ in 0..<count { sink(reader.config.timeout) }
+    },
     "scoped-read": { count in
         stack.withEnvironment({ $0.config.timeout = 2 }) {
-            for _ in 0..<count { consume(stack.current.config.timeout) }
+            for _ in 0..<count { sink(stack.current.config.timeout) }
         }
     },
-    "scope": { count in for index in 0..<count { stack.withEnvironment({ $0.config.timeout = index }) { consume(index) } } },
-    "push-pop": { count in for index in 0..<count { stack.push { $0.config.timeout = index }; stack.pop() } },
+    "scope": { count in
+        for index in 0..<count {
+            stack.withEnvironment({ $0.config.timeout = index }) { sink(stack.current.config.timeout) }
+        }
+    },
+    "scope-swift-dependencies": { count in
+        let reader = DependencyReader()
+        for index in 0..<count {
+            withDependencies { $0.benchConfig = BenchConfig(timeout: index) } operation: { sink(reader.config.timeout) }
+        }
+    },
+    "scope-tasklocal-box": { count in
+        let box = EnvironmentBox(stack.current)
+        for _ in 0..<count {
+            BareTaskLocal.$box.withValue(box) { sink(BareTaskLocal.box.environment.config.timeout) }
+        }
+    },
+    "scope-tasklocal-copy-box": { count in
+        for index in 0..<count {
+            var environment = BareTaskLocal.box.environment
+            environment.config.timeout = index
+            BareTaskLocal.$box.withValue(EnvironmentBox(environment)) { sink(BareTaskLocal.box.environment.config.timeout) }
+        }
+    },
+    "push-pop": { count in
+        for index in 0..<count {
+            stack.push { $0.config.timeout = index }
+            sink(stack.pop())
+        }
+    },
     "push-pop-floor": { count in
         var frames = [stack.current]
         for index in 0..<count {
             var copy = frames[frames.count - 1]
             copy.config.timeout = index
             frames.append(copy)
-            consume(frames.removeLast().config.timeout)
+            sink(frames.removeLast())
         }
     },
     "push-pop-locked-floor": { count in
-        var frames = [stack.current]
-        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
+        let locked = LockedArrayStack(stack.current)
         for index in 0..<count {
-            pthread_mutex_lock(mutex)
-            var copy = frames[frames.count - 1]
-            copy.config.timeout = index
-            frames.append(copy)
-            pthread_mutex_unlock(mutex)
-            pthread_mutex_lock(mutex)
-            let popped = frames.removeLast()
-            pthread_mutex_unlock(mutex)
-            consume(popped.config.timeout)
+            locked.push(timeout: index)
+            sink(locked.pop())
         }
     },
     "login-logout": { count in
         for _ in 0..<count {
-            stack.login(user: ProbeUser(id: 1), token: AccessToken("t"))
+            stack.login(user: benchUser, token: token)
             stack.logout()
         }
+    },
+    "login-logout-floor": { count in
+        let locked = LockedArrayStack(stack.current)
+        for _ in 0..<count {
+            locked.mutex.lock()
+            locked.frames[locked.frames.count - 1].session = Session(user: benchUser, token: token)
+            locked.mutex.unlock()
+            locked.mutex.lock()
+            locked.frames[locked.frames.count - 1].session = nil
+            locked.mutex.unlock()
+        }
+        sink(locked)
     },
 ]
 
