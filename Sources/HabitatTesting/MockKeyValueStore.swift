@@ -103,11 +103,15 @@ public final class MockSecretStore: SecretStore, Sendable {
     /// The names of the secrets held now.
     public var keys: Set<String> { Set(recorder.contents.keys) }
 
-    /// Whether any held secret equals `secret`.
+    /// Whether any held secret is or contains `secret`.
+    ///
+    /// A ``SessionStore`` keeps the token inside a small record that pairs it with its snapshot,
+    /// so this looks for the bytes anywhere in each held value.
     /// - Parameter secret: The secret to look for.
-    /// - Returns: `true` when some key holds exactly these bytes.
+    /// - Returns: `true` when some key holds these bytes.
     public func contains(_ secret: String) -> Bool {
-        recorder.contents.values.contains(Data(secret.utf8))
+        let bytes = Data(secret.utf8)
+        return recorder.contents.values.contains { $0.range(of: bytes) != nil }
     }
 
     /// Makes the next `count` operations throw `error` (and change nothing).

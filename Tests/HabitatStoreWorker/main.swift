@@ -1,7 +1,7 @@
 // A child process for the persistence tests: it writes stores in a loop so a test can kill it
 // at random moments, or write keys while another process does the same.
 //
-//     habitat-store-worker save-loop DIR
+//     habitat-store-worker save-loop DIR FIRST-ROUND
 //     habitat-store-worker write-keys FILE PREFIX COUNT
 
 import Foundation
@@ -26,7 +26,10 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "save-loop":
-        guard arguments.count == 2 else { fail("usage: save-loop DIR") }
+        // Round N logs in user N with token "token-N" (every seventh round logs out instead),
+        // with a config whose timeout is N, and prints "saved N" once the save returned: a save
+        // the parent has seen acknowledged must survive a kill.
+        guard arguments.count == 3, let first = Int(arguments[2]) else { fail("usage: save-loop DIR FIRST-ROUND") }
         let directory = URL(fileURLWithPath: arguments[1])
         let sessions = SessionStore<WorkerApp>(
             store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
@@ -34,16 +37,19 @@ do {
         )
         // A config big enough that each write takes a while, so kills land mid-write.
         let features = Set((0..<400).map { "feature-\($0)-\(String(repeating: "x", count: 40))" })
-        var round = 0
+        var round = first
         while true {
-            round += 1
+            let session = round % 7 == 0
+                ? nil
+                : Session(user: TestUser(id: round, name: "user \(round)"), token: AccessToken("token-\(round)"))
             let env = Environment<WorkerApp>(
                 services: NoServices(),
                 config: TestConfig(timeout: round, features: features),
-                session: Session(user: TestUser(id: round, name: "user \(round)"), token: AccessToken("token-\(round)"))
+                session: session
             )
             try sessions.save(env)
-            if round == 1 { FileHandle.standardOutput.write(Data("ready\n".utf8)) }
+            FileHandle.standardOutput.write(Data("saved \(round)\n".utf8))
+            round += 1
         }
     case "write-keys":
         guard arguments.count == 4, let count = Int(arguments[3]) else { fail("usage: write-keys FILE PREFIX COUNT") }

@@ -91,7 +91,10 @@ struct AssertionTests {
             .loggingIn(user: .ada, token: AccessToken("tok-mock-SECRET"))
         store.failNext()
         #expect(throws: SnapshotError.store(.injected("MockKeyValueStore"))) { try sessions.save(env) }
-        #expect(secrets.operations == [.write("habitat.session.token")], "the token was written first")
+        #expect(
+            secrets.operations == [.read("habitat.session.token"), .write("habitat.session.token")],
+            "the token was looked up (to pair it), then written before the snapshot"
+        )
         try sessions.save(env)
         #expect(secrets.contains("tok-mock-SECRET"))
         #expect(!store.contents.values.contains { $0.range(of: Data("tok-mock-SECRET".utf8)) != nil })

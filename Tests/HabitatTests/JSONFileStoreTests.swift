@@ -196,7 +196,7 @@ import Darwin
         let keys = ["", ".hidden", "é/日本", "a b", "%41", "A"]
         for (index, key) in keys.enumerated() { try secrets.setSecret(Data("\(index)".utf8), forKey: key) }
         for (index, key) in keys.enumerated() { #expect(try secrets.secret(forKey: key) == Data("\(index)".utf8), "\(key)") }
-        let names = try FileManager.default.contentsOfDirectory(atPath: secrets.directory.path)
+        let names = try FileManager.default.contentsOfDirectory(atPath: secrets.directory.path).filter { $0 != ".lock" }
         #expect(names.count == keys.count, "distinct keys, distinct files: \(names)")
         #expect(!names.contains { $0.hasPrefix(".") })
     }
@@ -254,7 +254,7 @@ func run(_ executable: String, _ arguments: [String]) -> Int32 {
         #"{"a":[1,-2.5e-3,0,true,false,null],"b":{"c":"\u00e9\ud83d\ude00\n\"q\""}}"#,
         #""just a string""#, "42", "-0.0E+7", "null", "[]", "{}", #"["é", "日本"]"#,
         " {\"padded\": true} ", "not json at all", "{\"unterminated\": ", "",
-        String(repeating: "[", count: 600) + String(repeating: "]", count: 600),
+        String(repeating: "[", count: 510) + String(repeating: "]", count: 510),
     ])
     func everyValueReadsBackByteForByte(_ text: String) throws {
         let directory = try TemporaryDirectory()

@@ -9,7 +9,10 @@ final class TemporaryDirectory: Sendable {
     init() throws {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("habitat-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        // Owner-only, as the stores ask of a directory they trust, whatever the umask.
+        try FileManager.default.createDirectory(
+            at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
+        )
     }
 
     deinit {

@@ -10,31 +10,102 @@ import Musl
 
 /// The few POSIX file operations the stores need, with errors as ``StoreError``s that name the
 /// path and never the contents.
+///
+/// Nothing here trusts what it finds on disk: files are opened without following symbolic links
+/// and must be regular files within a size limit (a FIFO would block an `open` forever, a device
+/// would feed a read without end), and a directory that holds secrets or a store's lock must be
+/// the user's own and writable by nobody else, as OpenSSH's `StrictModes` asks of `~/.ssh`.
 enum FileSystem {
     /// The message for the current `errno`.
     static func lastError() -> String {
         String(cString: strerror(errno))
     }
 
-    /// Makes sure `directory` exists, creating it (and its parents) owner-only when allowed.
+    // MARK: Directories
+
+    /// Makes sure `directory` exists (creating it, and its parents, owner-only when allowed) and
+    /// can be trusted: see ``checkTrusted(directory:)``.
     static func ensureDirectory(_ directory: URL, create: Bool) throws(StoreError) {
         let path = directory.path
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw .unwritable(path: path, reason: "it exists and is not a directory")
+        var status = stat()
+        if lstat(path, &status) != 0 {
+            guard errno == ENOENT else { throw .unreadable(path: path, reason: lastError()) }
+            guard create else { throw .missingDirectory(path: path) }
+            do {
+                try FileManager.default.createDirectory(
+                    at: directory,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
+            } catch {
+                throw .unwritable(path: path, reason: "cannot create the directory (\(describeFileError(error)))")
             }
-            return
         }
-        guard create else { throw .missingDirectory(path: path) }
-        do {
-            try FileManager.default.createDirectory(
-                at: directory,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
-            )
-        } catch {
-            throw .unwritable(path: path, reason: "cannot create the directory (\(describeFileError(error)))")
+        try checkTrusted(directory: path)
+    }
+
+    /// Refuses a directory that someone else could change under the store: one that is a
+    /// symbolic link, not a directory, not owned by this user, or writable by group or others.
+    static func checkTrusted(directory path: String) throws(StoreError) {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { throw .missingDirectory(path: path) }
+            throw .unreadable(path: path, reason: lastError())
+        }
+        let kind = status.st_mode & S_IFMT
+        if kind == S_IFLNK {
+            throw .untrustedDirectory(path: path, reason: "it is a symbolic link")
+        }
+        guard kind == S_IFDIR else {
+            throw .unwritable(path: path, reason: "it exists and is not a directory")
+        }
+        guard status.st_uid == geteuid() else {
+            throw .untrustedDirectory(path: path, reason: "it is owned by uid \(status.st_uid), not by this user (uid \(geteuid()))")
+        }
+        if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+            let mode = String(status.st_mode & 0o7777, radix: 8)
+            throw .untrustedDirectory(path: path, reason: "it is writable by group or others (mode \(mode)); make it 0700")
+        }
+    }
+
+    // MARK: Opening files
+
+    /// Opens `path` with `flags`, never through a symbolic link and never anything but a regular
+    /// file. Returns `nil` when the file does not exist (and `flags` don't create it).
+    private static func openRegularFile(_ path: String, _ flags: Int32, reading: Bool) throws(StoreError) -> Int32? {
+        // NB: O_NONBLOCK, so that a FIFO planted in the file's place can't block the open; it
+        // changes nothing for a regular file.
+        let fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            if code == ELOOP { throw .notARegularFile(path: path, found: "a symbolic link") }
+            let reason = String(cString: strerror(code))
+            throw reading ? .unreadable(path: path, reason: reason) : .unwritable(path: path, reason: reason)
+        }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            let reason = lastError()
+            close(fd)
+            throw .unreadable(path: path, reason: reason)
+        }
+        let kind = status.st_mode & S_IFMT
+        guard kind == S_IFREG else {
+            close(fd)
+            throw .notARegularFile(path: path, found: describeKind(kind))
+        }
+        return fd
+    }
+
+    private static func describeKind(_ kind: mode_t) -> String {
+        switch kind {
+        case S_IFDIR: "a directory"
+        case S_IFIFO: "a FIFO"
+        case S_IFCHR: "a character device"
+        case S_IFBLK: "a block device"
+        case S_IFSOCK: "a socket"
+        case S_IFLNK: "a symbolic link"
+        default: "not a regular file"
         }
     }
 
@@ -44,9 +115,8 @@ enum FileSystem {
     /// NB: the lock lives in its own file because the data file is replaced by `rename`, and a
     /// lock on a file that has been renamed over no longer excludes anyone.
     static func withLock<R>(_ lockPath: String, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw .unwritable(path: lockPath, reason: "cannot open the lock file (\(lastError()))")
+        guard let fd = try openRegularFile(lockPath, O_RDWR | O_CREAT, reading: false) else {
+            throw .unwritable(path: lockPath, reason: "cannot create the lock file")
         }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
@@ -59,23 +129,27 @@ enum FileSystem {
     }
 
     /// The file's contents, or `nil` when it does not exist.
-    static func read(_ path: String) throws(StoreError) -> Data? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .unreadable(path: path, reason: lastError())
-        }
+    /// - Throws: ``StoreError/tooLarge(path:size:limit:)`` past `limit` bytes,
+    ///   ``StoreError/notARegularFile(path:found:)``, ``StoreError/unreadable(path:reason:)``.
+    static func read(_ path: String, limit: Int) throws(StoreError) -> Data? {
+        guard let fd = try openRegularFile(path, O_RDONLY, reading: true) else { return nil }
         defer { close(fd) }
         var status = stat()
         let expected = fstat(fd, &status) == 0 ? Int(status.st_size) : 0
+        guard expected <= limit else { throw .tooLarge(path: path, size: expected, limit: limit) }
         var data = Data(count: max(expected, 4096))
         var filled = 0
         while true {
-            if filled == data.count { data.count *= 2 }
+            if filled == data.count {
+                // The file grew since `fstat`: read on, but never past the limit.
+                guard filled <= limit else { throw .tooLarge(path: path, size: filled, limit: limit) }
+                data.count *= 2
+            }
             let count = data.withUnsafeMutableBytes { buffer in
-                Glibc_read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+                systemRead(fd, buffer.baseAddress! + filled, buffer.count - filled)
             }
             if count == 0 {
+                guard filled <= limit else { throw .tooLarge(path: path, size: filled, limit: limit) }
                 data.count = filled
                 return data
             }
@@ -87,14 +161,26 @@ enum FileSystem {
         }
     }
 
+    // MARK: Writing
+
+    /// The prefix of every temporary file written for `path`; the writer's process id and a
+    /// random number follow it.
+    private static func temporaryPrefix(for path: String) -> (directory: String, prefix: String) {
+        let url = URL(fileURLWithPath: path)
+        return (url.deletingLastPathComponent().path, ".\(url.lastPathComponent).tmp-")
+    }
+
     /// Replaces `path` with `data` so that a crash at any instant leaves either the old file
     /// or the new one, complete: a temporary file in the same directory, written and fsynced,
-    /// renamed over the old one, and the directory fsynced.
+    /// renamed over the old one, and the directory fsynced. Temporary files left by writers
+    /// that died are removed first.
+    ///
+    /// Call it with this process's writers of `path` excluded (the stores' locks do that).
     static func writeAtomically(_ data: Data, to path: String) throws(StoreError) {
-        let url = URL(fileURLWithPath: path)
-        let directory = url.deletingLastPathComponent().path
-        let temporary = "\(directory)/.\(url.lastPathComponent).tmp-\(getpid())-\(UInt32.random(in: .min ... .max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let (directory, prefix) = temporaryPrefix(for: path)
+        removeStaleTemporaries(for: path)
+        let temporary = "\(directory)/\(prefix)\(getpid())-\(UInt32.random(in: .min ... .max))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw .unwritable(path: path, reason: lastError())
         }
@@ -102,7 +188,7 @@ enum FileSystem {
         data.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = Glibc_write(fd, raw.baseAddress! + offset, raw.count - offset)
+                let written = systemWrite(fd, raw.baseAddress! + offset, raw.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     failure = lastError()
@@ -121,13 +207,53 @@ enum FileSystem {
         syncDirectory(directory)
     }
 
-    /// Removes `path` if it exists, and makes the removal durable.
+    /// Removes `path` if it exists, and any temporary file a dead writer left for it, and makes
+    /// the removal durable.
+    ///
+    /// Call it with this process's writers of `path` excluded (the stores' locks do that).
     static func remove(_ path: String) throws(StoreError) {
+        let removedStale = removeStaleTemporaries(for: path)
         if unlink(path) != 0 {
             guard errno == ENOENT else { throw .unwritable(path: path, reason: lastError()) }
+            if removedStale { syncDirectory(temporaryPrefix(for: path).directory) }
             return
         }
-        syncDirectory(URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        syncDirectory(temporaryPrefix(for: path).directory)
+    }
+
+    /// Removes the temporary files of `path` whose writer can't be writing any more: those of
+    /// processes that no longer exist, and this process's own (its writers of `path` are
+    /// excluded by the caller). Returns whether it removed any.
+    ///
+    /// NB: a writer killed between creating its temporary file and renaming it leaves the file
+    /// behind, and for a secret that file holds the token.
+    @discardableResult
+    static func removeStaleTemporaries(for path: String) -> Bool {
+        let (directory, prefix) = temporaryPrefix(for: path)
+        return removeStaleTemporaries(in: directory) { $0.hasPrefix(prefix) }
+    }
+
+    /// Removes the stale temporary files of every file in `directory` (see
+    /// ``removeStaleTemporaries(for:)``). Call it with every writer in the directory excluded.
+    @discardableResult
+    static func removeStaleTemporaries(in directory: String, where matches: (String) -> Bool = { _ in true }) -> Bool {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+        let me = getpid()
+        var removed = false
+        for name in names where name.hasPrefix(".") && matches(name) {
+            guard let marker = name.range(of: ".tmp-", options: .backwards) else { continue }
+            let rest = name[marker.upperBound...]
+            guard let pid = rest.split(separator: "-").first.flatMap({ pid_t($0) }) else { continue }
+            let writerIsGone = pid == me || (kill(pid, 0) != 0 && errno == ESRCH)
+            if writerIsGone, unlink("\(directory)/\(name)") == 0 { removed = true }
+        }
+        return removed
+    }
+
+    /// Whether `directory` holds any temporary file of a writer (live or dead).
+    static func hasTemporaries(in directory: String) -> Bool {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.contains { $0.hasPrefix(".") && $0.contains(".tmp-") }
     }
 
     /// Moves a bad file aside to `path.corrupt-<timestamp>` and returns the new path.
@@ -164,12 +290,12 @@ enum FileSystem {
 }
 
 #if canImport(Darwin)
-private let Glibc_read = Darwin.read
-private let Glibc_write = Darwin.write
+private let systemRead = Darwin.read
+private let systemWrite = Darwin.write
 #elseif canImport(Glibc)
-private let Glibc_read = Glibc.read
-private let Glibc_write = Glibc.write
+private let systemRead = Glibc.read
+private let systemWrite = Glibc.write
 #elseif canImport(Musl)
-private let Glibc_read = Musl.read
-private let Glibc_write = Musl.write
+private let systemRead = Musl.read
+private let systemWrite = Musl.write
 #endif

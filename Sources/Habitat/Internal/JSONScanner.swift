@@ -13,6 +13,8 @@ struct JSONScanner {
         let reason: String
 
         static func invalid(_ reason: String) -> Failure { Failure(reason: reason) }
+
+        static let tooDeep = Failure(reason: "nested deeper than \(maximumDepth) levels")
     }
 
     /// How deep objects and arrays may nest.
@@ -39,17 +41,30 @@ struct JSONScanner {
 
     // MARK: Entry points
 
-    /// Whether `bytes` is exactly one JSON value, with no whitespace around it.
-    static func isSingleValue(_ data: Data) -> Bool {
+    /// What a byte string is, as a value stored in a document.
+    enum Classification: Equatable {
+        /// Exactly one JSON value with no whitespace around it, shallow enough to sit at the
+        /// depth asked for.
+        case value
+        /// One JSON value, but nested too deep to sit at that depth: a document holding it
+        /// would fail to read.
+        case tooDeep
+        /// Anything else.
+        case notJSON
+    }
+
+    /// Whether `data` is exactly one JSON value that can sit `depth` levels deep in a document
+    /// (the read's limit counts from the document's top).
+    static func classify(_ data: Data, at depth: Int) -> Classification {
         guard let first = data.first, !isWhitespace(first), let last = data.last, !isWhitespace(last) else {
-            return false
+            return .notJSON
         }
         return scan(data) { scanner in
-            do {
-                try scanner.skipValue(depth: 0)
-                return scanner.position == scanner.bytes.count
+            do throws(Failure) {
+                try scanner.skipValue(depth: depth)
+                return scanner.position == scanner.bytes.count ? .value : .notJSON
             } catch {
-                return false
+                return error == .tooDeep ? .tooDeep : .notJSON
             }
         }
     }
@@ -95,7 +110,7 @@ struct JSONScanner {
         decodingKeys: Bool = true,
         _ member: (String, Range<Int>, inout JSONScanner) throws(Failure) -> Void
     ) throws(Failure) {
-        guard depth < Self.maximumDepth else { throw .invalid("nested deeper than \(Self.maximumDepth) levels") }
+        guard depth < Self.maximumDepth else { throw .tooDeep }
         try expect(UInt8(ascii: "{"))
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
@@ -125,7 +140,7 @@ struct JSONScanner {
     }
 
     private mutating func skipValue(depth: Int) throws(Failure) {
-        guard depth < Self.maximumDepth else { throw .invalid("nested deeper than \(Self.maximumDepth) levels") }
+        guard depth < Self.maximumDepth else { throw .tooDeep }
         guard let byte = peek() else { throw .invalid("expected a value at the end") }
         switch byte {
         case UInt8(ascii: "{"):
@@ -156,7 +171,7 @@ struct JSONScanner {
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             try skipNumber()
         default:
-            throw .invalid("unexpected byte \(byte) at \(position)")
+            throw .invalid("unexpected byte at \(position)")
         }
     }
 

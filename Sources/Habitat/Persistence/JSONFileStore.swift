@@ -21,6 +21,14 @@ public import Foundation
 ///   decides whether to carry on or stop.
 /// - **Failures.** A read-only directory, a full disk or a missing directory throws a
 ///   ``StoreError`` naming the path, and the document on disk stays the last good one.
+/// - **No trust in the file system.** The store's directory must be the user's own and
+///   writable by nobody else, and not a symbolic link (``StoreError/untrustedDirectory(path:reason:)``).
+///   The document and its lock file are opened without following symbolic links and must be
+///   regular files (``StoreError/notARegularFile(path:found:)``) no larger than
+///   ``maximumFileSize`` (``StoreError/tooLarge(path:size:limit:)``). Temporary files left by
+///   writers that were killed are removed when the store opens and at the next write.
+/// - **Every write reads back.** A write that would produce a document a read refuses (a value
+///   nested too deep, a document over the size limit) throws instead, and nothing changes.
 ///
 /// A value that is one JSON value (as ``StoreKey`` writes) is stored as itself under
 /// `"values"`, so the file reads like the data it holds; other UTF-8 text as a string under
@@ -34,7 +42,14 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     /// `url.path`, computed once: building it from the URL allocates on every call.
     private let path: String
     private let lockPath: String
+    private let directoryPath: String
     private let lock = Lock()
+    /// The largest document this store reads or writes, in bytes.
+    public let maximumFileSize: Int
+
+    /// The default for ``maximumFileSize``: 16 MiB, far above what small-data storage needs and
+    /// far below what would hurt a phone's memory.
+    public static let defaultMaximumFileSize = 16 << 20
 
     /// The format tag and version written into every document.
     static let format = "habitat.kv"
@@ -43,17 +58,29 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     /// Opens (or prepares to create) the store at `url`.
     ///
     /// The file itself is created on the first write.
+    /// Temporary files that killed writers left beside the document are removed here.
+    ///
     /// - Parameters:
     ///   - url: The JSON file.
     ///   - createDirectory: Whether to create the file's directory (owner-only) when it is
     ///     missing; `true` by default.
+    ///   - maximumFileSize: The largest document to read or write, in bytes; 16 MiB by default.
     /// - Throws: ``StoreError/missingDirectory(path:)`` when the directory is missing and may not
-    ///   be created, ``StoreError/unwritable(path:reason:)`` when it can't be created.
-    public init(url: URL, createDirectory: Bool = true) throws(StoreError) {
+    ///   be created, ``StoreError/unwritable(path:reason:)`` when it can't be created,
+    ///   ``StoreError/untrustedDirectory(path:reason:)`` when someone else could change it.
+    public init(url: URL, createDirectory: Bool = true, maximumFileSize: Int = defaultMaximumFileSize) throws(StoreError) {
         self.url = url.standardizedFileURL
         self.path = self.url.path
         self.lockPath = self.url.path + ".lock"
+        self.directoryPath = self.url.deletingLastPathComponent().path
+        self.maximumFileSize = maximumFileSize
         try FileSystem.ensureDirectory(self.url.deletingLastPathComponent(), create: createDirectory)
+        if FileSystem.hasTemporaries(in: directoryPath) {
+            // Under the writers' lock, so no live writer's file is taken for a dead one's. A
+            // store that can't take the lock (a read-only directory) leaves them to a writer.
+            let path = self.path
+            _ = try? FileSystem.withLock(lockPath) { FileSystem.removeStaleTemporaries(for: path) }
+        }
     }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
@@ -65,11 +92,19 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     }
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
+        for case (let key, let data?) in changes where JSONScanner.classify(data, at: Self.valueDepth) == .tooDeep {
+            throw .valueTooDeep(key: key, limit: JSONScanner.maximumDepth - Self.valueDepth)
+        }
         try lock.withLock { () throws(StoreError) in
+            try FileSystem.checkTrusted(directory: directoryPath)
             try FileSystem.withLock(lockPath) { () throws(StoreError) in
                 var entries = try load()
                 for (key, data) in changes { entries[key] = data }
-                try FileSystem.writeAtomically(try Self.encode(entries), to: path)
+                let document = try Self.encode(entries)
+                guard document.count <= maximumFileSize else {
+                    throw .tooLarge(path: path, size: document.count, limit: maximumFileSize)
+                }
+                try FileSystem.writeAtomically(document, to: path)
             }
         }
     }
@@ -81,7 +116,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have
         // been the old file, replaced by a good one a moment ago.
-        guard let data = try FileSystem.read(path) else { return [:] }
+        guard let data = try FileSystem.read(path, limit: maximumFileSize) else { return [:] }
         if case .success(let entries) = Self.decode(data) { return entries }
         return try lock.withLock { () throws(StoreError) in
             try FileSystem.withLock(lockPath) { () throws(StoreError) in try load() }
@@ -91,7 +126,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     /// Reads and decodes the document, moving a corrupt one aside. Call with the file lock held
     /// exclusively.
     private func load() throws(StoreError) -> [String: Data] {
-        guard let data = try FileSystem.read(path) else { return [:] }
+        guard let data = try FileSystem.read(path, limit: maximumFileSize) else { return [:] }
         switch Self.decode(data) {
         case .success(let entries):
             return entries
@@ -127,12 +162,15 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         case newerFormat(Int)
     }
 
+    /// How deep a value sits in the document: the document's object, then `"values"`.
+    static let valueDepth = 2
+
     static func encode(_ entries: [String: Data]) throws(StoreError) -> Data {
         var values: [(String, [UInt8])] = []
         var text: [(String, String)] = []
         var binary: [(String, String)] = []
         for (key, data) in entries.sorted(by: { $0.key < $1.key }) {
-            if JSONScanner.isSingleValue(data) {
+            if JSONScanner.classify(data, at: valueDepth) == .value {
                 values.append((key, [UInt8](data)))
             } else if let string = String(data: data, encoding: .utf8) {
                 text.append((key, string))

@@ -62,44 +62,66 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
 
     /// Saves the session and configuration of `environment`.
     ///
-    /// When logged in, the token is written to the secret store first and the snapshot second;
-    /// when logged out, the token is deleted first and the snapshot written second. A crash
-    /// between the two leaves a state that ``load()`` reads as the old session or as logged
-    /// out, and never leaves the token of a logged-out user on disk. The token never goes into
-    /// the plain store.
+    /// The snapshot and the token are one pair: the snapshot names the token it belongs with by
+    /// a pairing identifier, and ``load()`` uses a token only with the snapshot that names it. A
+    /// save that changes the token writes the secret store first, keeping the previous token
+    /// beside the new one, then the snapshot, then drops the previous token. A crash at any
+    /// point leaves the previous session or the new one, each with its own token, and never one
+    /// user's snapshot with another save's token. A save that keeps the token writes only the
+    /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
+    /// no token on disk. The token never goes into the plain store.
     ///
     /// - Parameter environment: The environment whose session and config to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
     public func save(_ environment: Environment<App>) throws(SnapshotError) {
+        do {
+            guard let session = environment.session else {
+                try secrets.setSecret(nil, forKey: tokenKey)
+                try store.setData(try encode(environment, pairID: nil), forKey: key)
+                return
+            }
+            let stored = try? TokenRecord.decode(secrets.secret(forKey: tokenKey))
+            if let newest = stored?.tokens.first, newest.secret == session.token.secret {
+                try store.setData(try encode(environment, pairID: newest.id), forKey: key)
+                if stored?.tokens.count != 1 {
+                    try secrets.setSecret(TokenRecord(tokens: [newest]).encoded(), forKey: tokenKey)
+                }
+                return
+            }
+            let entry = TokenRecord.Entry(id: UUID().uuidString, secret: session.token.secret)
+            let previous = stored?.tokens.first.map { [$0] } ?? []
+            try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey)
+            try store.setData(try encode(environment, pairID: entry.id), forKey: key)
+            if !previous.isEmpty {
+                try secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey)
+            }
+        } catch let error as SnapshotError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(.encodingFailed(key: key, reason: describe(error)))
+        }
+    }
+
+    private func encode(_ environment: Environment<App>, pairID: String?) throws(SnapshotError) -> Data {
         let envelope = Envelope(
             version: version,
             payload: Payload(
                 session: environment.session.map {
-                    SavedSession(user: $0.user, state: $0.state, tokenExpiresAt: $0.token.expiresAt)
+                    SavedSession(user: $0.user, state: $0.state, tokenExpiresAt: $0.token.expiresAt, pairID: pairID)
                 },
                 config: environment.config,
                 savedAt: environment.now()
             )
         )
-        let data: Data
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             encoder.dateEncodingStrategy = .secondsSince1970
-            data = try encoder.encode(envelope)
+            return try encoder.encode(envelope)
         } catch {
             throw .store(.encodingFailed(key: key, reason: describe(error)))
-        }
-        do {
-            if let session = environment.session {
-                try secrets.setSecret(Data(session.token.secret.utf8), forKey: tokenKey)
-                try store.setData(data, forKey: key)
-            } else {
-                try secrets.setSecret(nil, forKey: tokenKey)
-                try store.setData(data, forKey: key)
-            }
-        } catch {
-            throw .store(error)
         }
     }
 
@@ -119,8 +141,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// Reads the saved snapshot, migrating it forward when it is older than ``version``.
     ///
     /// A restored session's state is ``AuthState/restored``. A snapshot whose user has no
-    /// token in the secret store (the token was deleted, or the secret store was reset) loads
-    /// as logged out.
+    /// token in the secret store (the token was deleted, or the secret store was reset), or
+    /// only a token of another save, loads as logged out.
     ///
     /// - Returns: The snapshot, or `nil` when none was saved.
     /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
@@ -141,7 +163,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             } catch {
                 throw .store(error)
             }
-            if let secret, let value = String(data: secret, encoding: .utf8), !value.isEmpty {
+            if let value = Self.token(in: secret, pairedWith: saved.pairID) {
                 session = Session(
                     user: saved.user,
                     token: AccessToken(value, expiresAt: saved.tokenExpiresAt),
@@ -150,6 +172,21 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             }
         }
         return SessionSnapshot(session: session, config: payload.config, savedAt: payload.savedAt)
+    }
+
+    /// The token in the stored secret that belongs with a snapshot naming `pairID`.
+    ///
+    /// A snapshot written before snapshots named their token (no `pairID`) goes with a plain
+    /// secret, as that version stored it.
+    static func token(in secret: Data?, pairedWith pairID: String?) -> String? {
+        guard let secret else { return nil }
+        guard let pairID else {
+            guard TokenRecord.decode(secret) == nil, let value = String(data: secret, encoding: .utf8), !value.isEmpty else {
+                return nil
+            }
+            return value
+        }
+        return TokenRecord.decode(secret)?.tokens.first { $0.id == pairID }?.secret
     }
 
     private func decodePayload(_ data: Data) throws(SnapshotError) -> Payload {
@@ -217,6 +254,43 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         var user: App.User
         var state: AuthState
         var tokenExpiresAt: Date?
+        /// Names the token this snapshot belongs with in the secret store; `nil` in snapshots
+        /// written before pairing.
+        var pairID: String?
+    }
+}
+
+/// What a ``SessionStore`` keeps in its secret store: the token of the newest save, and, while
+/// a save that changes the token is under way, the previous token too, each under the pairing
+/// identifier its snapshot names.
+struct TokenRecord: Codable, Equatable {
+    struct Entry: Codable, Equatable {
+        var id: String
+        var secret: String
+    }
+
+    static let formatName = "habitat.token"
+    var format = formatName
+    /// Newest first.
+    var tokens: [Entry]
+
+    init(tokens: [Entry]) {
+        self.tokens = tokens
+    }
+
+    func encoded() -> Data {
+        // NB: encoding two strings and an array of them cannot fail.
+        (try? JSONEncoder().encode(self)) ?? Data()
+    }
+
+    /// The record in `data`, or `nil` when `data` is not one (a token stored plainly by an
+    /// earlier version, or nothing).
+    static func decode(_ data: Data?) -> TokenRecord? {
+        guard let data, data.first == UInt8(ascii: "{"),
+              let record = try? JSONDecoder().decode(TokenRecord.self, from: data),
+              record.format == formatName
+        else { return nil }
+        return record
     }
 }
 

@@ -14,6 +14,18 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The directory the store should live in does not exist, and the store was told not to
     /// create it.
     case missingDirectory(path: String)
+    /// A directory the store relies on could be changed by someone else: it is a symbolic link,
+    /// not owned by this user, or writable by group or others. Nothing was read or written.
+    case untrustedDirectory(path: String, reason: String)
+    /// A store file is not a regular file (`found` says what it is: a symbolic link, a FIFO, a
+    /// device...). It is neither read nor replaced.
+    case notARegularFile(path: String, found: String)
+    /// A file, or the document a write would produce, is larger than the store's limit.
+    /// Nothing was read into memory, or written.
+    case tooLarge(path: String, size: Int, limit: Int)
+    /// The value for `key` nests deeper than a store document can hold (`limit` levels); the
+    /// write was refused and nothing changed.
+    case valueTooDeep(key: String, limit: Int)
     /// A value could not be encoded for `key`.
     case encodingFailed(key: String, reason: String)
     /// The value stored under `key` could not be decoded as the requested type.
@@ -32,6 +44,14 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "cannot write \(path): \(reason)"
         case .missingDirectory(let path):
             "the directory \(path) does not exist"
+        case .untrustedDirectory(let path, let reason):
+            "refusing to use the directory \(path): \(reason)"
+        case .notARegularFile(let path, let found):
+            "refusing to open \(path): it is \(found), not a regular file"
+        case .tooLarge(let path, let size, let limit):
+            "\(path) is too large (\(size) bytes; the limit is \(limit))"
+        case .valueTooDeep(let key, let limit):
+            "the value for key '\(key)' nests deeper than \(limit) levels, more than a store document holds"
         case .encodingFailed(let key, let reason):
             "cannot encode the value for key '\(key)': \(reason)"
         case .decodingFailed(let key, let reason):

@@ -77,15 +77,25 @@ extension KeyValueStore {
 
 /// A short description of a coding error that never quotes the data being coded.
 func describe(_ error: any Error) -> String {
-    switch error {
-    case DecodingError.dataCorrupted(let context),
-         DecodingError.keyNotFound(_, let context),
-         DecodingError.typeMismatch(_, let context),
-         DecodingError.valueNotFound(_, let context):
+    // NB: Foundation's own messages quote the stored text ("Cannot initialize AuthState from
+    // invalid String value ..."), so they are never passed on; the key path and the kind of
+    // failure are.
+    func location(_ context: DecodingError.Context) -> String {
         let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-        return path.isEmpty ? context.debugDescription : "\(context.debugDescription) at '\(path)'"
+        return path.isEmpty ? "" : " at '\(path)'"
+    }
+    switch error {
+    case DecodingError.dataCorrupted(let context):
+        return context.codingPath.isEmpty ? "not valid JSON, or not the expected shape" : "invalid value\(location(context))"
+    case DecodingError.keyNotFound(let key, let context):
+        return "missing key '\(key.stringValue)'\(location(context))"
+    case DecodingError.typeMismatch(let type, let context):
+        return "expected a value of type \(type)\(location(context))"
+    case DecodingError.valueNotFound(let type, let context):
+        return "expected a value of type \(type), found null\(location(context))"
     case EncodingError.invalidValue(_, let context):
-        return context.debugDescription
+        let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+        return path.isEmpty ? "a value cannot be encoded" : "the value at '\(path)' cannot be encoded"
     default:
         return String(describing: type(of: error))
     }

@@ -1,0 +1,296 @@
+import Foundation
+import Habitat
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What another local user, a crash or an odd file can leave on disk, and what the stores do
+/// about it: a typed error naming the path, nothing read from or written to the wrong place,
+/// nothing lost.
+@Suite struct HostileFileSystemTests {
+    // MARK: Directories someone else could change
+
+    @Test func aSecretsDirectoryOthersCanWriteIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = directory.file("secrets")
+        try FileManager.default.createDirectory(at: secrets, withIntermediateDirectories: false)
+        chmod(secrets.path, 0o777)
+        #expect(throws: StoreError.untrustedDirectory(
+            path: secrets.path, reason: "it is writable by group or others (mode 777); make it 0700"
+        )) { try FileSecretStore(directory: secrets) }
+    }
+
+    @Test func aSecretsDirectoryThatBecomesWritableIsRefusedOnTheNextRead() throws {
+        let directory = try TemporaryDirectory()
+        let store = try FileSecretStore(directory: directory.file("secrets"))
+        try store.setSecret(Data("mine".utf8), forKey: "token")
+        chmod(store.directory.path, 0o770)
+        // Another user of the group could have swapped the file: it is not read.
+        #expect(throws: StoreError.self) { try store.secret(forKey: "token") }
+        #expect(throws: StoreError.self) { try store.setSecret(Data("new".utf8), forKey: "token") }
+        chmod(store.directory.path, 0o700)
+        #expect(try store.secret(forKey: "token") == Data("mine".utf8), "nothing was lost")
+    }
+
+    @Test func aSecretsDirectoryThatIsASymlinkIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let elsewhere = directory.file("world-readable")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: false)
+        let link = directory.file("secrets")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: elsewhere)
+        #expect(throws: StoreError.untrustedDirectory(path: link.path, reason: "it is a symbolic link")) {
+            try FileSecretStore(directory: link)
+        }
+    }
+
+    @Test func aStoreDirectoryOthersCanWriteIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let shared = directory.file("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        chmod(shared.path, 0o777)
+        #expect {
+            try JSONFileStore(url: shared.appendingPathComponent("store.json"))
+        } throws: { error in
+            guard case .untrustedDirectory(let path, let reason) = error as? StoreError else { return false }
+            return path == shared.path && reason.contains("writable by group or others")
+        }
+    }
+
+    // MARK: Files that are not what they seem
+
+    @Test func aTokenFileThatIsASymlinkIsNeverFollowed() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.file("secrets"))
+        let planted = directory.file("attacker-token")
+        try Data("attacker".utf8).write(to: planted)
+        try FileManager.default.createSymbolicLink(at: secrets.fileURL(forKey: "token"), withDestinationURL: planted)
+        #expect(throws: StoreError.notARegularFile(path: secrets.fileURL(forKey: "token").path, found: "a symbolic link")) {
+            try secrets.secret(forKey: "token")
+        }
+        // A session whose token file was swapped for a link: restoring it fails with that
+        // error, and logs nobody in with the planted token.
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets, key: "s")
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AccessToken("mine")))
+        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey)
+        try FileManager.default.removeItem(at: tokenFile)
+        try FileManager.default.createSymbolicLink(at: tokenFile, withDestinationURL: planted)
+        #expect(throws: SnapshotError.store(.notARegularFile(path: tokenFile.path, found: "a symbolic link"))) {
+            try sessions.load()
+        }
+    }
+
+    @Test func aDanglingLockSymlinkCreatesNothingWhereItPoints() throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        let target = directory.file("created-by-the-lock")
+        try FileManager.default.createSymbolicLink(at: directory.file("store.json.lock"), withDestinationURL: target)
+        #expect(throws: StoreError.notARegularFile(path: directory.file("store.json.lock").path, found: "a symbolic link")) {
+            try store.setData(Data("1".utf8), forKey: "k")
+        }
+        #expect(!FileManager.default.fileExists(atPath: target.path))
+    }
+
+    @Test func aFIFOInPlaceOfTheDocumentOrTheTokenFailsAtOnce() throws {
+        let directory = try TemporaryDirectory()
+        let document = directory.file("store.json")
+        let secrets = try FileSecretStore(directory: directory.file("secrets"))
+        #expect(mkfifo(document.path, 0o600) == 0)
+        #expect(mkfifo(secrets.fileURL(forKey: "token").path, 0o600) == 0)
+        let store = try JSONFileStore(url: document)
+        let outcome = try withTimeout(seconds: 10) {
+            (Result { try store.keys() }, Result { try secrets.secret(forKey: "token") })
+        }
+        #expect(throws: StoreError.notARegularFile(path: document.path, found: "a FIFO")) { try outcome.0.get() }
+        #expect(throws: StoreError.notARegularFile(path: secrets.fileURL(forKey: "token").path, found: "a FIFO")) {
+            try outcome.1.get()
+        }
+    }
+
+    @Test func aDeviceInPlaceOfTheDocumentIsRefused() throws {
+        let directory = try TemporaryDirectory()
+        let document = directory.file("store.json")
+        try FileManager.default.createSymbolicLink(at: document, withDestinationURL: URL(fileURLWithPath: "/dev/zero"))
+        let store = try JSONFileStore(url: document)
+        let outcome = try withTimeout(seconds: 10) { Result { try store.keys() } }
+        #expect(throws: StoreError.notARegularFile(path: document.path, found: "a symbolic link")) { try outcome.get() }
+        #expect(throws: StoreError.self) { try store.setData(Data("1".utf8), forKey: "k") }
+        #expect(FileManager.default.fileExists(atPath: "/dev/zero"), "nothing was renamed over the link's target")
+    }
+
+    @Test func aDocumentOverTheSizeLimitIsNeitherReadNorWritten() throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"), maximumFileSize: 200)
+        try store.setData(Data("\"small\"".utf8), forKey: "a")
+        let before = try Data(contentsOf: directory.file("store.json"))
+        #expect(throws: StoreError.tooLarge(path: directory.file("store.json").path, size: 349, limit: 200)) {
+            try store.setData(Data("\"\(String(repeating: "x", count: 250))\"".utf8), forKey: "b")
+        }
+        #expect(try Data(contentsOf: directory.file("store.json")) == before, "the document is the last good one")
+        try Data(repeating: 0x20, count: 1_000).write(to: directory.file("store.json"))
+        #expect(throws: StoreError.tooLarge(path: directory.file("store.json").path, size: 1_000, limit: 200)) {
+            try store.keys()
+        }
+    }
+
+    // MARK: Writes that a read would refuse
+
+    @Test(arguments: [511, 600])
+    func aValueNestedTooDeepIsRefusedAndTheStoreStaysReadable(depth: Int) throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        try store.setData(Data("1".utf8), forKey: "other")
+        let deep = Data((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
+        #expect(throws: StoreError.valueTooDeep(key: "deep", limit: 510)) { try store.setData(deep, forKey: "deep") }
+        let reopened = try JSONFileStore(url: directory.file("store.json"))
+        #expect(try reopened.keys() == ["other"], "every other key is still there")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(!names.contains { $0.contains(".corrupt-") })
+        // The deepest value a document holds is accepted and reads back.
+        let deepest = Data((String(repeating: "[", count: 510) + String(repeating: "]", count: 510)).utf8)
+        try store.setData(deepest, forKey: "deep")
+        #expect(try reopened.data(forKey: "deep") == deepest)
+    }
+
+    // MARK: Stored values never reach a message
+
+    @Test func decodingErrorsNameThePathNotTheValue() throws {
+        let planted = "PLANTED-VALUE-7c1"
+        let snapshot = #"{"version":1,"payload":{"config":{"timeout":30,"features":[]},"session":{"user":{"id":1,"name":"Ada"},"state":"\#(planted)"}}}"#
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(["habitat.session": Data(snapshot.utf8)]), secrets: InMemorySecretStore())
+        #expect {
+            try sessions.load()
+        } throws: { error in
+            let text = "\(error) \(String(reflecting: error)) \((error as? SnapshotError).map { "\($0)" } ?? "")"
+            return !text.contains(planted) && text.contains("payload.session.state")
+        }
+
+        let store = InMemoryStore(["config": Data(#"{"timeout":"\#(planted)","features":[]}"#.utf8)])
+        #expect {
+            try store.value(for: StoreKey<TestConfig>("config"))
+        } throws: { error in
+            let text = "\(error) \(String(reflecting: error))"
+            return !text.contains(planted) && text.contains("timeout")
+        }
+    }
+
+    // MARK: What a crash leaves
+
+    @Test func temporaryFilesOfDeadWritersAreRemovedOnOpenAndLiveOnesKept() throws {
+        let directory = try TemporaryDirectory()
+        let dead = try deadProcessID()
+        let live = Process()
+        live.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        live.arguments = ["30"]
+        try live.run()
+        defer { live.terminate() }
+        let secretsDirectory = directory.file("secrets")
+        try FileManager.default.createDirectory(at: secretsDirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let stale = [directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2")]
+        let alive = [directory.file(".store.json.tmp-\(live.processIdentifier)-3")]
+        for file in stale + alive { try Data("token-stale".utf8).write(to: file) }
+
+        _ = try JSONFileStore(url: directory.file("store.json"))
+        _ = try FileSecretStore(directory: secretsDirectory)
+        for file in stale { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) removed") }
+        for file in alive { #expect(FileManager.default.fileExists(atPath: file.path), "a live writer's file is left alone") }
+    }
+
+    @Test func logoutRemovesEveryFileOfTheToken() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.file("secrets"))
+        let sessions = SessionStore<TestApp>(store: try JSONFileStore(url: directory.file("session.json")), secrets: secrets)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AccessToken("token-ada")))
+        // What a writer killed mid-save leaves: a temporary copy of the token.
+        let stray = directory.file("secrets/.habitat.session.token.tmp-\(try deadProcessID())-9")
+        try Data("token-ada".utf8).write(to: stray)
+        try sessions.save(makeEnvironment())
+        #expect(try !directory.anyFileContains("token-ada"))
+    }
+
+    @Test func aCrashBetweenTheTokenAndTheSnapshotKeepsTheOldPair() throws {
+        let secrets = InMemorySecretStore()
+        let plain = InMemoryStore()
+        let sessions = SessionStore<TestApp>(store: plain, secrets: secrets)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AccessToken("token-ada")))
+        // Switching to Grace dies after the token was written, before the snapshot.
+        let dying = SessionStore<TestApp>(store: FailingStore(), secrets: secrets)
+        #expect(throws: SnapshotError.self) {
+            try dying.save(makeEnvironment().loggingIn(user: .grace, token: AccessToken("token-grace")))
+        }
+        let restored = try #require(try sessions.load()?.session)
+        #expect(restored.user == .ada)
+        #expect(restored.token.secret == "token-ada", "Ada's data goes with Ada's token")
+        // The switch completes on the next save: Grace with Grace's token, Ada's token gone.
+        try sessions.save(makeEnvironment().loggingIn(user: .grace, token: AccessToken("token-grace")))
+        let switched = try #require(try sessions.load()?.session)
+        #expect(switched.user == .grace && switched.token.secret == "token-grace")
+        #expect(try secrets.secret(forKey: sessions.tokenKey).map { String(decoding: $0, as: UTF8.self).contains("token-ada") } == false)
+    }
+
+    @Test func aSnapshotWhoseTokenIsFromAnotherSaveLoadsLoggedOut() throws {
+        let secrets = InMemorySecretStore()
+        let adaSnapshot = InMemoryStore()
+        try SessionStore<TestApp>(store: adaSnapshot, secrets: secrets)
+            .save(makeEnvironment().loggingIn(user: .ada, token: AccessToken("token-ada")))
+        // Another save's token (and nothing of Ada's) in the secret store.
+        try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+            .save(makeEnvironment().loggingIn(user: .grace, token: AccessToken("token-grace")))
+        let snapshot = try #require(try SessionStore<TestApp>(store: adaSnapshot, secrets: secrets).load())
+        #expect(snapshot.session == nil, "Ada's snapshot is never paired with Grace's token")
+    }
+
+    @Test func aSnapshotFromBeforePairingStillRestoresWithItsPlainToken() throws {
+        let legacy = #"{"version":1,"payload":{"config":{"timeout":30,"features":[]},"session":{"user":{"id":1,"name":"Ada"},"state":"authenticated"}}}"#
+        let secrets = InMemorySecretStore()
+        try secrets.setSecret(Data("legacy-token".utf8), forKey: "habitat.session.token")
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(["habitat.session": Data(legacy.utf8)]), secrets: secrets)
+        let session = try #require(try sessions.load()?.session)
+        #expect(session.user == .ada && session.token.secret == "legacy-token")
+    }
+}
+
+/// A plain store whose every operation fails, as a process that died before writing would.
+struct FailingStore: KeyValueStore {
+    func data(forKey key: String) throws(StoreError) -> Data? { throw .injected("died") }
+    func write(_ changes: [String: Data?]) throws(StoreError) { throw .injected("died") }
+    func keys() throws(StoreError) -> [String] { throw .injected("died") }
+}
+
+/// The id of a process that has exited and been reaped.
+func deadProcessID() throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/true")
+    try process.run()
+    process.waitUntilExit()
+    return process.processIdentifier
+}
+
+struct TimedOut: Error {}
+
+/// Runs `body` on a thread of its own and waits at most `seconds` for it: a call that would
+/// hang (an `open` of a FIFO) fails the test instead of stalling the suite.
+func withTimeout<R: Sendable>(seconds: Int, _ body: @escaping @Sendable () -> R) throws -> R {
+    let done = DispatchSemaphore(value: 0)
+    let box = ResultBox<R>()
+    Thread.detachNewThread {
+        box.set(body())
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + .seconds(seconds)) == .success, let result = box.get() else {
+        Issue.record("the call did not return within \(seconds) s")
+        throw TimedOut()
+    }
+    return result
+}
+
+// Safe: `value` is only touched with `lock` held.
+final class ResultBox<R: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: R?
+    func set(_ newValue: R) { lock.withLock { value = newValue } }
+    func get() -> R? { lock.withLock { value } }
+}
