@@ -44,12 +44,43 @@ let package = Package(
             path: "Examples/ProfileFeature/Tests/ProfileFeatureXCTests"
         ),
 
+        // A main-actor app, as Xcode 26 creates them, tested in both frameworks.
+        .target(
+            name: "MainActorApp",
+            dependencies: ["Habitat"],
+            path: "Examples/MainActorApp/Sources/MainActorApp",
+            swiftSettings: [.defaultIsolation(MainActor.self)]
+        ),
+        .testTarget(
+            name: "MainActorAppTests",
+            dependencies: ["MainActorApp", "HabitatTesting"],
+            path: "Examples/MainActorApp/Tests/MainActorAppTests",
+            swiftSettings: [.defaultIsolation(MainActor.self)]
+        ),
+        .testTarget(
+            name: "MainActorAppXCTests",
+            dependencies: ["MainActorApp", "HabitatTesting"],
+            path: "Examples/MainActorApp/Tests/MainActorAppXCTests"
+        ),
+
         .executableTarget(name: "HabitatStoreWorker", dependencies: ["Habitat"], path: "Tests/HabitatStoreWorker"),
         .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatStoreWorker"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
         .executableTarget(name: "HabitatTestingProbe", dependencies: ["HabitatTesting"], path: "Tests/HabitatTestingProbe"),
         .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting", "HabitatTestingProbe"]),
+
+        // Habitat's names beside the names an iOS app imports at the same time: modules that
+        // stand in for SwiftUI, Alamofire, the Facebook SDK and IssueReporting, and a test that
+        // uses all of them unqualified in one file.
+        .target(name: "SwiftUIStandIn", path: "Tests/StandIns/SwiftUIStandIn"),
+        .target(name: "AlamofireStandIn", path: "Tests/StandIns/AlamofireStandIn"),
+        .target(name: "FacebookStandIn", path: "Tests/StandIns/FacebookStandIn"),
+        .target(name: "IssueReportingStandIn", path: "Tests/StandIns/IssueReportingStandIn"),
+        .testTarget(
+            name: "NameClashTests",
+            dependencies: ["HabitatTesting", "SwiftUIStandIn", "AlamofireStandIn", "FacebookStandIn", "IssueReportingStandIn"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -33,8 +33,11 @@ if [ $smoke = 1 ]; then
 fi
 instructions=()
 if command -v valgrind >/dev/null; then
-    bash instructions.sh --tsv "$out/instructions.tsv"
-    instructions=(--instructions "$out/instructions.tsv")
+    if bash instructions.sh --tsv "$out/instructions.tsv"; then
+        instructions=(--instructions "$out/instructions.tsv")
+    else
+        echo "(instructions.sh failed: the tables go without instruction counts)" >&2
+    fi
 else
     echo "(valgrind not found: the tables go without instruction counts)" >&2
 fi

@@ -21,7 +21,7 @@ MEGA = {"read/habitat", "read/floor", "two-threads/habitat", "two-threads/habita
 def scale(name):
     if name in MEGA:
         return 1_000_000
-    if name.startswith(("save/", "restore-", "depth/")):
+    if name.startswith(("save", "restore-", "depth/")):
         return 1
     return 1_000
 
@@ -46,8 +46,9 @@ ROWS = [
     ("login + logout", "login-logout/habitat", "same two changes in place, array + mutex (floor)", "login-logout/floor", None),
     ("two threads reading, per read", "two-threads/habitat", "Habitat, one thread", "two-threads/habitat-one-thread", 2),
     ("two threads reading, per read", "two-threads/habitat", "swift-dependencies, two threads", "two-threads/swift-dependencies", None),
-    ("save snapshot (50 keys)", "save/habitat", "durable write of both files (floor)", "save/floor-durable", None),
-    ("save snapshot (50 keys)", "save/habitat", "extra: JSONEncoder + Data.write, not durable", "save/floor-plain", None),
+    ("save snapshot (50 keys), same token", "save/habitat", "token read + compared, durable snapshot write (floor)", "save/floor-durable", None),
+    ("save snapshot (50 keys), same token", "save/habitat", "extra: JSONEncoder + Data.write, not durable", "save/floor-plain", None),
+    ("save snapshot (50 keys), new token", "save-new-token/habitat", "durable writes of token and snapshot (floor)", "save-new-token/floor", None),
     ("restore snapshot, 10 keys", "restore-10/habitat", "decode + token read (floor)", "restore-10/floor", 1.5),
     ("restore snapshot, 50 keys", "restore-50/habitat", "decode + token read (floor)", "restore-50/floor", 1.5),
     ("restore snapshot, 1,000 keys", "restore-1000/habitat", "decode + token read (floor)", "restore-1000/floor", 1.5),

@@ -191,7 +191,7 @@ final class LockedValue<Value: Sendable>: @unchecked Sendable {
 /// Login + logout `pairs` times with `subscribers` tasks consuming the changes, while another
 /// thread reads. Returns (ns per login + logout, slowest 1,000-read block in ns).
 func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, Double) {
-    let token = AccessToken("t")
+    let token = AuthToken("t")
     var consumers: [Task<Void, Never>] = []
     var time = 0.0
     var worst = 0.0
@@ -213,14 +213,14 @@ func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, 
         // The floor: the same two in-place changes on a mutex-guarded array, each change handed
         // to every subscriber's stream under the lock (so all see them in order).
         let locked = LockedArrayStack(makeEnvironment())
-        var continuations: [AsyncStream<(Environment<BenchApp>, Environment<BenchApp>)>.Continuation] = []
+        var continuations: [AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.Continuation] = []
         for _ in 0..<subscribers {
-            let (stream, continuation) = AsyncStream<(Environment<BenchApp>, Environment<BenchApp>)>.makeStream()
+            let (stream, continuation) = AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.makeStream()
             continuations.append(continuation)
             consumers.append(Task { for await change in stream { sink(change.1.isLoggedIn) } })
         }
         let stopReading = readBlocks { locked.readTimeout() }
-        func change(_ body: (inout Environment<BenchApp>) -> Void) {
+        func change(_ body: (inout HabitatEnvironment<BenchApp>) -> Void) {
             locked.mutex.lock()
             let old = locked.frames[locked.frames.count - 1]
             body(&locked.frames[locked.frames.count - 1])
@@ -230,7 +230,7 @@ func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, 
         }
         time = nanoseconds {
             for _ in 0..<pairs {
-                change { $0.session = Session(user: benchUser, token: token) }
+                change { $0.session = UserSession(user: benchUser, token: token) }
                 change { $0.session = nil }
             }
         }
@@ -279,7 +279,7 @@ func measureDocuments() throws {
             store: try JSONFileStore(url: place.appendingPathComponent("session.json")),
             secrets: try FileSecretStore(directory: place.appendingPathComponent("secrets"))
         )
-        let environment = makeEnvironment(configKeys: keys).loggingIn(user: benchUser, token: AccessToken("bench-token"))
+        let environment = makeEnvironment(configKeys: keys).loggingIn(user: benchUser, token: AuthToken("bench-token"))
         let snapshotStack = EnvironmentStack<BenchApp>(environment)
         try snapshotStack.save(to: sessions)
         let snapshotPath = place.appendingPathComponent("snapshot.json").path

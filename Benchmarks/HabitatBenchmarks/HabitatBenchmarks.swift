@@ -267,7 +267,7 @@ func registerWrites() {
 
     // Log in, then log out: two changes of the session field of the top environment.
     Benchmark("login-logout/habitat") { benchmark in
-        let token = AccessToken("t")
+        let token = AuthToken("t")
         for _ in benchmark.scaledIterations {
             stack.login(user: benchUser, token: token)
             stack.logout()
@@ -277,11 +277,11 @@ func registerWrites() {
         // The same two changes by hand, in place, on a mutex-guarded array (the cheapest correct
         // way for a stack that threads share).
         let locked = LockedArrayStack(stack.current)
-        let token = AccessToken("t")
+        let token = AuthToken("t")
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
             locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = Session(user: benchUser, token: token)
+            locked.frames[locked.frames.count - 1].session = UserSession(user: benchUser, token: token)
             locked.mutex.unlock()
             locked.mutex.lock()
             locked.frames[locked.frames.count - 1].session = nil
@@ -313,7 +313,7 @@ func registerPersistence(_ once: Benchmark.Configuration) {
             store: try! JSONFileStore(url: place.appendingPathComponent("session.json")),
             secrets: try! FileSecretStore(directory: place.appendingPathComponent("secrets"))
         )
-        let environment = makeEnvironment(configKeys: keys).loggingIn(user: benchUser, token: AccessToken("bench-token"))
+        let environment = makeEnvironment(configKeys: keys).loggingIn(user: benchUser, token: AuthToken("bench-token"))
         let snapshotStack = EnvironmentStack<BenchApp>(environment)
         let plainFile = place.appendingPathComponent("plain.json").path
         let plainToken = place.appendingPathComponent("secrets/plain.token").path
@@ -324,10 +324,30 @@ func registerPersistence(_ once: Benchmark.Configuration) {
                 try snapshotStack.save(to: sessions)
             }
             Benchmark("save/floor-durable", configuration: once) { _ in
-                // The same durability work: both files (snapshot, token) written to a temporary
-                // file, fsynced, renamed into place, their directory fsynced.
+                // The same work as Habitat's save of a session whose token is unchanged: the
+                // stored token read and compared (so not rewritten), the snapshot written to a
+                // temporary file, fsynced, renamed into place and its directory fsynced.
+                let token = Data("bench-token".utf8)
+                if try Data(contentsOf: URL(fileURLWithPath: plainToken)) != token {
+                    try durableWrite(token, to: plainToken)
+                }
                 try durableWrite(JSONEncoder().encode(plain), to: plainFile)
-                try durableWrite(Data("bench-token".utf8), to: plainToken)
+            }
+            // A save that changes the token (a login, an account switch, a refresh). Habitat
+            // writes the token record with the previous token kept, the snapshot, then the record
+            // without it: three durable writes, so that a crash never pairs a user with another
+            // save's token. The floor writes the token and the snapshot: two.
+            let switching = [environment, environment.loggingIn(user: benchUser, token: AuthToken("other-token"))]
+            // NB: one save per measured iteration, so the alternation lives outside the loop.
+            let habitatSaves = Counter()
+            Benchmark("save-new-token/habitat", configuration: once) { _ in
+                try sessions.save(switching[habitatSaves.next() % 2])
+            }
+            let floorSaves = Counter()
+            Benchmark("save-new-token/floor", configuration: once) { _ in
+                let token = floorSaves.next() % 2 == 0 ? "bench-token" : "other-token"
+                try durableWrite(Data(token.utf8), to: plainToken)
+                try durableWrite(JSONEncoder().encode(plain), to: plainFile)
             }
             Benchmark("save/floor-plain", configuration: once) { _ in
                 try JSONEncoder().encode(plain).write(to: URL(fileURLWithPath: plainFile))
@@ -347,6 +367,14 @@ func registerPersistence(_ once: Benchmark.Configuration) {
             blackHole((snapshot, token))
         }
     }
+}
+
+/// Counts calls, for benchmarks that alternate between two inputs across iterations.
+// Safe: `value` is only touched with `lock` held.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func next() -> Int { lock.withLock { value += 1; return value } }
 }
 
 /// Runs `body` on two threads at once, `perThread` times each, and waits for both.

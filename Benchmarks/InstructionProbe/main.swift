@@ -10,7 +10,7 @@ import Foundation
 import Habitat
 
 let stack = EnvironmentStack<BenchApp>(makeEnvironment())
-let token = AccessToken("t")
+let token = AuthToken("t")
 
 let operations: [String: (Int) -> Void] = [
     "read": { count in for _ in 0..<count { sink(stack.current.config.timeout) } },
@@ -80,7 +80,7 @@ let operations: [String: (Int) -> Void] = [
         let locked = LockedArrayStack(stack.current)
         for _ in 0..<count {
             locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = Session(user: benchUser, token: token)
+            locked.frames[locked.frames.count - 1].session = UserSession(user: benchUser, token: token)
             locked.mutex.unlock()
             locked.mutex.lock()
             locked.frames[locked.frames.count - 1].session = nil

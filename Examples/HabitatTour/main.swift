@@ -21,16 +21,16 @@ struct RemoteConfig: Codable, Sendable {
 /// An API client as a struct of closures, so a test can replace any endpoint.
 struct APIClient: Sendable {
     var name: String
-    var token: AccessToken?
-    var fetchGreeting: @Sendable (_ token: AccessToken?) -> String
+    var token: AuthToken?
+    var fetchGreeting: @Sendable (_ token: AuthToken?) -> String
 }
 
 struct AppServices: Sendable, SessionDependent {
     var api: APIClient
 
     // Login hands the API client the token; logout takes it away, in the same atomic step.
-    mutating func sessionTokenChanged(to token: AccessToken?) {
-        api.token = token
+    mutating func sessionChanged(to session: UserSession<Account>?) {
+        api.token = session?.token
     }
 }
 
@@ -49,10 +49,10 @@ extension APIClient {
 
 // The app's one global stack.
 let AppEnvironment = EnvironmentStack<TourApp>(
-    Environment(services: AppServices(api: .live), config: RemoteConfig())
+    HabitatEnvironment(services: AppServices(api: .live), config: RemoteConfig())
 )
 
-func describe(_ env: Environment<TourApp>) -> String {
+func describe(_ env: HabitatEnvironment<TourApp>) -> String {
     let who = env.session.map { "\($0.user.name) (\($0.state))" } ?? "nobody"
     return "api=\(env.services.api.name), user=\(who), locale=\(env.locale.identifier)"
 }
@@ -74,7 +74,7 @@ AppEnvironment.pop()
 print("popped:    \(describe(AppEnvironment.current))")
 print("pop base:  \(AppEnvironment.pop() == nil ? "refused, the base stays" : "popped?!")")
 
-let token = AccessToken("tour-secret-token", expiresAt: Date().addingTimeInterval(3600))
+let token = AuthToken("tour-secret-token", expiresAt: Date().addingTimeInterval(3600))
 AppEnvironment.login(user: Account(id: 1, name: "Ada"), token: token)
 print("logged in: \(describe(AppEnvironment.current)), token \(AppEnvironment.current.services.api.token.map(String.init(describing:)) ?? "none")")
 print("greeting:  \(AppEnvironment.current.services.api.fetchGreeting(AppEnvironment.current.services.api.token))")

@@ -17,18 +17,18 @@ public struct DemoConfig: Codable, Sendable, Equatable {
 
 /// A pretend API: it "logs in" by making up a token, and signs requests with the session's.
 public struct FakeAPI: Sendable {
-    public var token: AccessToken?
+    public var token: AuthToken?
 
     /// Asks the pretend server for a token for `name`.
-    public func logIn(name: String, now: Date) -> AccessToken {
+    public func logIn(name: String, now: Date) -> AuthToken {
         let secret = "demo-" + (0..<16).map { _ in String(UInt8.random(in: 0...15), radix: 16) }.joined()
-        return AccessToken(secret, expiresAt: now.addingTimeInterval(3600))
+        return AuthToken(secret, expiresAt: now.addingTimeInterval(3600))
     }
 }
 
 public struct DemoServices: Sendable, SessionDependent {
     public var api = FakeAPI()
-    public mutating func sessionTokenChanged(to token: AccessToken?) { api.token = token }
+    public mutating func sessionChanged(to session: UserSession<DemoUser>?) { api.token = session?.token }
 }
 
 public enum DemoApp: EnvironmentSchema {
@@ -55,7 +55,30 @@ public enum SessionDemo {
         }
     }
 
-    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout)"
+    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout | help)"
+
+    /// What `habitat-demo --help` prints: the commands, the options and where the session is
+    /// kept by default.
+    public static func help(environment: [String: String]) -> String {
+        """
+        habitat-demo: a signed-in session that survives restarts, kept with Habitat.
+
+        \(usage)
+
+        Commands:
+          login NAME     log NAME in (the pretend server hands out a token) and save the session
+          status         say who is logged in, as restored at this launch
+          logout         log out and delete the token from disk
+          help           show this help (also --help, -h)
+          (none)         walk through login, status and logout in a temporary directory
+
+        Options:
+          --store DIR    keep the session in DIR (session.json and secrets/)
+                         default: \(defaultDirectory(environment).path)
+          --token TOKEN  with login: use TOKEN instead of asking the pretend server
+
+        """
+    }
 
     /// Runs the demo with `arguments` (without the program name).
     /// - Parameters:
@@ -66,55 +89,66 @@ public enum SessionDemo {
         var result = Result(status: 0, output: "", errors: "")
         var rest = arguments
         var storeDirectory: URL?
+        if rest.contains(where: { ["--help", "-h", "help"].contains($0) }) {
+            return Result(status: 0, output: help(environment: environment), errors: "")
+        }
         if let index = rest.firstIndex(of: "--store") {
-            guard index + 1 < rest.count else { return usageError() }
+            guard index + 1 < rest.count else { return usageError("--store needs a directory") }
             storeDirectory = URL(fileURLWithPath: rest[index + 1])
             rest.removeSubrange(index...index + 1)
         }
-        guard let command = rest.first else {
+        guard let name = rest.first else {
             return walkthrough(environment: environment)
+        }
+        guard let command = Command(rawValue: name) else {
+            return usageError("unknown command '\(name)'")
         }
         let directory = storeDirectory ?? defaultDirectory(environment)
         do {
-            let stack = EnvironmentStack<DemoApp>(Environment(services: DemoServices(), config: DemoConfig()))
+            let stack = EnvironmentStack<DemoApp>(HabitatEnvironment(services: DemoServices(), config: DemoConfig()))
             let sessions = try sessionStore(in: directory)
             try stack.restore(from: sessions)
             switch command {
-            case "login":
+            case .login:
                 var loginArguments = Array(rest.dropFirst())
-                var token: AccessToken?
+                var token: AuthToken?
                 if let index = loginArguments.firstIndex(of: "--token") {
-                    guard index + 1 < loginArguments.count else { return usageError() }
-                    token = AccessToken(loginArguments[index + 1], expiresAt: stack.current.now().addingTimeInterval(3600))
+                    guard index + 1 < loginArguments.count else { return usageError("--token needs a value") }
+                    token = AuthToken(loginArguments[index + 1], expiresAt: stack.current.now().addingTimeInterval(3600))
                     loginArguments.removeSubrange(index...index + 1)
                 }
-                guard loginArguments.count == 1, let name = loginArguments.first else { return usageError() }
+                guard let name = loginArguments.first else { return usageError("login needs a NAME") }
+                guard loginArguments.count == 1 else {
+                    return usageError("login takes one NAME; unexpected '\(loginArguments[1])'")
+                }
                 let now = stack.current.now()
                 stack.login(user: DemoUser(name: name), token: token ?? stack.current.services.api.logIn(name: name, now: now))
                 stack.updateConfig { $0.launches += 1 }
                 try stack.save(to: sessions)
                 result.output += "logged in as \(name)\n"
-            case "status":
-                guard rest.count == 1 else { return usageError() }
+            case .status:
+                guard rest.count == 1 else { return usageError("status takes no arguments; unexpected '\(rest[1])'") }
                 if let session = stack.current.session {
                     let expired = session.isExpired(at: stack.current.now()) ? ", expired" : ""
                     result.output += "logged in as \(session.user.name) (\(session.state == .restored ? "restored" : "authenticated")\(expired))\n"
                 } else {
                     result.output += "logged out\n"
                 }
-            case "logout":
-                guard rest.count == 1 else { return usageError() }
+            case .logout:
+                guard rest.count == 1 else { return usageError("logout takes no arguments; unexpected '\(rest[1])'") }
                 stack.logout()
                 try stack.save(to: sessions)
                 result.output += "logged out\n"
-            default:
-                return usageError()
             }
         } catch {
             result.status = 1
             result.errors += "habitat-demo: \(error)\n"
         }
         return result
+    }
+
+    private enum Command: String {
+        case login, status, logout
     }
 
     /// The session store the demo keeps in `directory`: `session.json` and `secrets/`.
@@ -142,8 +176,8 @@ public enum SessionDemo {
         return base.appendingPathComponent("habitat-demo")
     }
 
-    private static func usageError() -> Result {
-        Result(status: 2, output: "", errors: usage + "\n")
+    private static func usageError(_ reason: String) -> Result {
+        Result(status: 2, output: "", errors: "habitat-demo: \(reason)\n\(usage)\nRun 'habitat-demo --help' for more.\n")
     }
 
     /// login, status, logout and status again, each as a fresh launch, in a temporary store.

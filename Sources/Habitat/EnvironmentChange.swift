@@ -12,9 +12,9 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     /// What happened to the stack.
     public let kind: EnvironmentChangeKind
     /// The current environment before the change.
-    public let old: Environment<App>
+    public let old: HabitatEnvironment<App>
     /// The current environment after the change.
-    public let new: Environment<App>
+    public let new: HabitatEnvironment<App>
     /// The stack's depth after the change.
     public let depth: Int
     /// This change's position among all changes made to the same stack (or scope), from 1.
@@ -29,7 +29,7 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     ///   - new: The current environment after the change.
     ///   - depth: The stack's depth after the change.
     ///   - sequence: The change's position among the stack's changes.
-    public init(kind: EnvironmentChangeKind, old: Environment<App>, new: Environment<App>, depth: Int, sequence: UInt64) {
+    public init(kind: EnvironmentChangeKind, old: HabitatEnvironment<App>, new: HabitatEnvironment<App>, depth: Int, sequence: UInt64) {
         self.kind = kind
         self.old = old
         self.new = new

@@ -16,7 +16,7 @@ extension EnvironmentStack {
     /// The scope follows the task, not the thread: code that escapes it (a `DispatchQueue`
     /// closure, `Task.detached`) sees the stack outside. Capture the environment as a value
     /// (`let env = AppEnvironment.current`) and pass it along, or re-enter the scope there with
-    /// ``withEnvironment(_:operation:)-(Environment<App>,_)``.
+    /// ``withEnvironment(_:operation:)-(HabitatEnvironment<App>,_)``.
     ///
     /// - Parameters:
     ///   - change: Changes the copy that the scope starts from.
@@ -25,7 +25,7 @@ extension EnvironmentStack {
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
-        _ change: (inout Environment<App>) -> Void,
+        _ change: (inout HabitatEnvironment<App>) -> Void,
         operation: () throws(E) -> R
     ) throws(E) -> R {
         var environment = current
@@ -51,7 +51,7 @@ extension EnvironmentStack {
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
-        _ environment: Environment<App>,
+        _ environment: HabitatEnvironment<App>,
         operation: () throws(E) -> R
     ) throws(E) -> R {
         try withScope(makeScope(copy environment), operation: operation)
@@ -80,25 +80,25 @@ extension EnvironmentStack {
     /// ```swift
     /// @Test func showsTheUsersName() async throws {
     ///     try await AppEnvironment.withEnvironment({ $0.services = .mock }) {
-    ///         AppEnvironment.login(user: .ada, token: AccessToken("t"))
+    ///         AppEnvironment.login(user: .ada, token: AuthToken("t"))
     ///         #expect(try await ProfileModel().load().title == "Ada")
     ///     }
     /// }
     /// ```
     /// - Parameters:
-    ///   - change: Changes the copy that the scope starts from.
-    ///   - isolation: The actor to run `operation` on; the caller's, by default.
+    ///   - change: Changes the copy that the scope starts from; it may await.
+    ///   - isolation: The actor to run `change` and `operation` on; the caller's, by default.
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
-        _ change: (inout Environment<App>) -> Void,
+        _ change: (inout HabitatEnvironment<App>) async -> Void,
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
         var environment = current
-        change(&environment)
+        await change(&environment)
         return try await withScope(makeScope(environment), isolation: isolation, operation: operation)
     }
 
@@ -113,7 +113,7 @@ extension EnvironmentStack {
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
-        _ environment: Environment<App>,
+        _ environment: HabitatEnvironment<App>,
         isolation: isolated (any Actor)? = #isolation,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
@@ -145,7 +145,7 @@ extension EnvironmentStack {
 
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
     @inlinable
-    func makeScope(_ environment: consuming Environment<App>) -> ScopeLink {
+    func makeScope(_ environment: consuming HabitatEnvironment<App>) -> ScopeLink {
         let next = Scopes.innermostAddress(key: scopesKey).map {
             Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue()
         }

@@ -2,13 +2,13 @@ extension EnvironmentStack {
     /// Pushes `environment` on top of the stack.
     ///
     /// ```swift
-    /// AppEnvironment.push(Environment(services: .mock, config: .test))
+    /// AppEnvironment.push(HabitatEnvironment(services: .mock, config: .test))
     /// defer { AppEnvironment.pop() }
     /// ```
     /// - Parameter environment: The new current environment.
     /// - Complexity: Amortized O(1).
     @inlinable
-    public func push(_ environment: Environment<App>) {
+    public func push(_ environment: HabitatEnvironment<App>) {
         withActiveState { $0.push { $0 = environment } }
     }
 
@@ -25,7 +25,7 @@ extension EnvironmentStack {
     /// - Parameter change: Changes the copy that becomes the new top.
     /// - Throws: Whatever `change` throws; nothing is pushed then.
     @inlinable
-    public func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+    public func push<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
         try withActiveState { (state) throws(E) in try state.push(change) }
     }
 
@@ -36,7 +36,7 @@ extension EnvironmentStack {
     ///
     /// - Returns: The removed environment, or `nil` when only the base is left.
     @inlinable @discardableResult
-    public func pop() -> Environment<App>? {
+    public func pop() -> HabitatEnvironment<App>? {
         withActiveState { $0.pop() }
     }
 
@@ -45,7 +45,7 @@ extension EnvironmentStack {
     /// On a stack with only its base, this replaces the base.
     /// - Parameter environment: The new current environment.
     @inlinable
-    public func replaceCurrent(_ environment: Environment<App>) {
+    public func replaceCurrent(_ environment: HabitatEnvironment<App>) {
         withActiveState { $0.update(.replace) { $0 = environment; return true } }
     }
 
@@ -61,7 +61,7 @@ extension EnvironmentStack {
     /// - Parameter change: Changes the copy that replaces the top.
     /// - Throws: Whatever `change` throws; nothing changes then.
     @inlinable
-    public func replaceCurrent<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+    public func replaceCurrent<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
         try withActiveState { (state) throws(E) in
             try state.update(.replace) { (environment) throws(E) in
                 try change(&environment)

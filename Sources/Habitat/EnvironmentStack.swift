@@ -8,9 +8,9 @@ public import _HabitatShims
 /// task with ``withEnvironment(_:operation:)-(_,()->R)`` so parallel tests never meet.
 ///
 /// ```swift
-/// let AppEnvironment = EnvironmentStack<MyApp>(Environment(services: .live, config: .default))
+/// let AppEnvironment = EnvironmentStack<MyApp>(HabitatEnvironment(services: .live, config: .default))
 ///
-/// AppEnvironment.login(user: account, token: AccessToken("s3cr3t"))
+/// AppEnvironment.login(user: account, token: AuthToken("s3cr3t"))
 /// let name = AppEnvironment.current.currentUser?.name
 ///
 /// AppEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
@@ -56,7 +56,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///
     /// The base can be replaced (``replaceCurrent(_:)``) but never popped.
     /// - Parameter base: The environment at the bottom of the stack.
-    public init(_ base: Environment<App>) {
+    public init(_ base: HabitatEnvironment<App>) {
         id = stackIDSource.add(1)
         root = StackState.make(base: base, liveScopes: nil)
         liveScopesWord = liveScopes.storage
@@ -111,7 +111,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///
     /// - Complexity: O(1).
     @inlinable
-    public var current: Environment<App> {
+    public var current: HabitatEnvironment<App> {
         _read {
             let slot = currentReaderSlot()
             if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) {

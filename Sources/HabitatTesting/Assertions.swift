@@ -33,7 +33,7 @@ public func expectChanges<App: EnvironmentSchema, R>(
     let changes = try await recordChanges(in: stack, during: operation)
     let observed = changes.map(\.kind)
     if observed != kinds {
-        reportIssue(
+        reportTestFailure(
             "expected changes \(kinds), got \(observed)" + describe(changes),
             fileID: fileID, filePath: filePath, line: line, column: column
         )
@@ -67,7 +67,7 @@ public func expectLogin<App: EnvironmentSchema, R>(
     let changes = try await recordChanges(in: stack, during: operation)
     let after = stack.current.currentUser
     guard changes.contains(where: { $0.kind == .login }) else {
-        reportIssue(
+        reportTestFailure(
             "expected a login of \(user), but no login happened; user \(describe(before)) -> \(describe(after))"
                 + describe(changes),
             fileID: fileID, filePath: filePath, line: line, column: column
@@ -75,7 +75,7 @@ public func expectLogin<App: EnvironmentSchema, R>(
         return
     }
     if after != user {
-        reportIssue(
+        reportTestFailure(
             "expected \(user) to be logged in, but the current user is \(describe(after)) (was \(describe(before)))"
                 + describe(changes),
             fileID: fileID, filePath: filePath, line: line, column: column

@@ -8,12 +8,12 @@ public import XCTest
 ///
 /// ```swift
 /// final class ProfileModelXCTests: EnvironmentTestCase<MyApp> {
-///     override func setUpEnvironment() -> (EnvironmentStack<MyApp>, Environment<MyApp>)? {
+///     override func setUpEnvironment() -> (EnvironmentStack<MyApp>, HabitatEnvironment<MyApp>)? {
 ///         (AppEnvironment, .test(services: .unimplemented, config: .default))
 ///     }
 ///
 ///     func testSigningIn() async throws {
-///         AppEnvironment.replaceCurrent { $0.services.api.signIn = { _, _ in (.ada, AccessToken("t")) } }
+///         AppEnvironment.replaceCurrent { $0.services.api.signIn = { _, _ in (.ada, AuthToken("t")) } }
 ///         ...
 ///     }
 /// }
@@ -33,14 +33,14 @@ open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
     ///
     /// Override it; the default reports a test failure saying so, and runs the test unscoped.
     /// - Returns: The app's stack and the environment of the test's scope.
-    open func setUpEnvironment() -> (EnvironmentStack<App>, Environment<App>)? {
+    open func setUpEnvironment() -> (EnvironmentStack<App>, HabitatEnvironment<App>)? {
         nil
     }
 
     /// Runs the test inside a scope of its own on the stack from ``setUpEnvironment()``.
     override open func invokeTest() {
         guard let (stack, environment) = setUpEnvironment() else {
-            reportIssue("\(Self.self) must override setUpEnvironment() to run its tests in a scope")
+            reportTestFailure("\(Self.self) must override setUpEnvironment() to run its tests in a scope")
             super.invokeTest()
             return
         }

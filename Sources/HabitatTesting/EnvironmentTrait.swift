@@ -19,7 +19,7 @@ public import Testing
 /// Traits nest in the order Swift Testing applies them: the suite's first, then the test's.
 public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, TestScoping {
     let stack: EnvironmentStack<App>
-    let change: @Sendable (inout Environment<App>) -> Void
+    let change: @Sendable (inout HabitatEnvironment<App>) -> Void
 
     /// Applied to every test in a suite, each in its own scope.
     public var isRecursive: Bool { true }
@@ -45,22 +45,26 @@ extension Trait {
     /// - Returns: The trait.
     public static func environment<App>(
         _ stack: EnvironmentStack<App>,
-        _ change: @escaping @Sendable (inout Environment<App>) -> Void
+        _ change: @escaping @Sendable (inout HabitatEnvironment<App>) -> Void
     ) -> Self where Self == EnvironmentTrait<App> {
         EnvironmentTrait(stack: stack, change: change)
     }
 
     /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
-    /// from `environment`.
+    /// from a fresh `environment`.
+    ///
+    /// `environment` is evaluated anew for every test (every argument, every repetition), so
+    /// services that are classes, such as mocks that count their calls, are never shared
+    /// between tests running in parallel.
     ///
     /// - Parameters:
     ///   - stack: The app's stack.
-    ///   - environment: The scope's base environment.
+    ///   - environment: The scope's base environment, built once per test.
     /// - Returns: The trait.
     public static func environment<App>(
         _ stack: EnvironmentStack<App>,
-        _ environment: Environment<App>
+        _ environment: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>
     ) -> Self where Self == EnvironmentTrait<App> {
-        EnvironmentTrait(stack: stack, change: { $0 = environment })
+        EnvironmentTrait(stack: stack, change: { $0 = environment() })
     }
 }

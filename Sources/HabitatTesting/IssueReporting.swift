@@ -8,8 +8,12 @@ import XCTest
 /// XCTest test with `XCTFail`; anywhere else (a debug run of the app, a preview) it is printed to
 /// standard error as a warning, and execution goes on.
 ///
+/// Code that escapes a Swift Testing test's task, such as a `Task.detached`, has no current
+/// test. In a test process, such a failure goes to both frameworks: Swift Testing reports it
+/// (for an unknown test) and fails the run, and XCTest fails the XCTest test running, if any.
+///
 /// ```swift
-/// reportIssue("APIClient.fetchUser is unimplemented")
+/// reportTestFailure("APIClient.fetchUser is unimplemented")
 /// ```
 /// - Parameters:
 ///   - message: What went wrong.
@@ -17,7 +21,7 @@ import XCTest
 ///   - filePath: The file's full path.
 ///   - line: The line.
 ///   - column: The column.
-public func reportIssue(
+public func reportTestFailure(
     _ message: String,
     fileID: String = #fileID,
     filePath: StaticString = #filePath,
@@ -30,7 +34,14 @@ public func reportIssue(
             sourceLocation: SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column))
         )
     } else if isRunningXCTest {
+        // NB: neither framework reports the other's failures here: XCTFail from a detached task
+        // of a Swift Testing test goes nowhere, and so does Issue.record inside an XCTest test.
+        // Each framework takes the one it can attribute.
         XCTFail(message, file: filePath, line: line)
+        Issue.record(
+            Comment(rawValue: message),
+            sourceLocation: SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column))
+        )
     } else {
         let warning = "[Habitat] warning: \(message) (\(fileID):\(line))\n"
         FileHandle.standardError.write(Data(warning.utf8))

@@ -43,12 +43,12 @@ public enum TestWorld {
     }
 }
 
-extension Environment {
+extension HabitatEnvironment {
     /// An environment for tests: the given services and configuration in the predictable
     /// ``TestWorld``, logged out.
     ///
     /// ```swift
-    /// let env = Environment<MyApp>.test(services: .unimplemented, config: .default)
+    /// let env = HabitatEnvironment<MyApp>.test(services: .unimplemented, config: .default)
     /// env.now()      // 2001-01-01 00:00:00 +0000
     /// env.uuid()     // 00000000-0000-0000-0000-000000000000
     /// ```
@@ -58,7 +58,7 @@ extension Environment {
     ///   - now: The fixed date; ``TestWorld/date`` by default.
     /// - Returns: The test environment.
     public static func test(services: App.Services, config: App.Config, now: Date = TestWorld.date) -> Self {
-        Environment(services: services, config: config).inTestWorld(now: now)
+        HabitatEnvironment(services: services, config: config).inTestWorld(now: now)
     }
 
     /// This environment with the ``TestWorld``'s clock, UUIDs, calendar, locale and time zone.

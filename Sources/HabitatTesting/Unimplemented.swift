@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The error an unimplemented endpoint throws after reporting the failure.
 public struct UnimplementedError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The endpoint's name, such as `"APIClient.fetchUser"`.
@@ -13,7 +15,7 @@ public struct UnimplementedError: Error, Sendable, Hashable, CustomStringConvert
 
 // NB: one overload per closure shape a service uses (sync or async, throwing or not, returning a
 // value or Void), each generic over any number of arguments with a parameter pack. Swift picks
-// the overload from the property's type, so `fetchUser: unimplemented("APIClient.fetchUser")`
+// the overload from the property's type, so `fetchUser: unimplementedEndpoint("APIClient.fetchUser")`
 // works for `@Sendable (Int) async throws -> User` without spelling the type again.
 
 /// An endpoint that fails the current test when called: it reports
@@ -25,14 +27,14 @@ public struct UnimplementedError: Error, Sendable, Hashable, CustomStringConvert
 /// ```swift
 /// extension APIClient {
 ///     static let unimplemented = APIClient(
-///         fetchUser: unimplemented("APIClient.fetchUser"),
-///         updateName: unimplemented("APIClient.updateName")
+///         fetchUser: unimplementedEndpoint("APIClient.fetchUser"),
+///         updateName: unimplementedEndpoint("APIClient.updateName")
 ///     )
 /// }
 /// ```
 ///
 /// The failure goes to Swift Testing or XCTest, whichever runs the test; outside tests it is a
-/// printed warning (see ``reportIssue(_:fileID:filePath:line:column:)``).
+/// printed warning (see ``reportTestFailure(_:fileID:filePath:line:column:)``).
 ///
 /// - Parameters:
 ///   - name: The endpoint's name, as it should appear in the failure.
@@ -41,7 +43,7 @@ public struct UnimplementedError: Error, Sendable, Hashable, CustomStringConvert
 ///   - line: Where the endpoint was declared.
 ///   - column: Where the endpoint was declared.
 /// - Returns: A closure that reports the failure and throws.
-public func unimplemented<each Argument, Result>(
+public func unimplementedEndpoint<each Argument, Result>(
     _ name: String,
     fileID: String = #fileID,
     filePath: StaticString = #filePath,
@@ -49,16 +51,16 @@ public func unimplemented<each Argument, Result>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async throws -> Result {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
         throw UnimplementedError(endpoint: name)
     }
 }
 
 /// A synchronous throwing endpoint that fails the current test when called.
 ///
-/// See ``unimplemented(_:fileID:filePath:line:column:)-(_,_,_,_,_)``.
+/// See ``unimplementedEndpoint(_:fileID:filePath:line:column:)-(_,_,_,_,_)``.
 /// - Returns: A closure that reports the failure and throws ``UnimplementedError``.
-public func unimplemented<each Argument, Result>(
+public func unimplementedEndpoint<each Argument, Result>(
     _ name: String,
     fileID: String = #fileID,
     filePath: StaticString = #filePath,
@@ -66,7 +68,7 @@ public func unimplemented<each Argument, Result>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) throws -> Result {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
         throw UnimplementedError(endpoint: name)
     }
 }
@@ -77,7 +79,7 @@ public func unimplemented<each Argument, Result>(
 ///   - name: The endpoint's name.
 ///   - placeholder: What to return after reporting the failure.
 /// - Returns: A closure that reports the failure and returns the placeholder.
-public func unimplemented<each Argument, Result: Sendable>(
+public func unimplementedEndpoint<each Argument, Result: Sendable>(
     _ name: String,
     placeholder: Result,
     fileID: String = #fileID,
@@ -86,7 +88,7 @@ public func unimplemented<each Argument, Result: Sendable>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async -> Result {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
         return placeholder
     }
 }
@@ -97,7 +99,7 @@ public func unimplemented<each Argument, Result: Sendable>(
 ///   - name: The endpoint's name.
 ///   - placeholder: What to return after reporting the failure.
 /// - Returns: A closure that reports the failure and returns the placeholder.
-public func unimplemented<each Argument, Result: Sendable>(
+public func unimplementedEndpoint<each Argument, Result: Sendable>(
     _ name: String,
     placeholder: Result,
     fileID: String = #fileID,
@@ -106,7 +108,7 @@ public func unimplemented<each Argument, Result: Sendable>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) -> Result {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
         return placeholder
     }
 }
@@ -114,7 +116,7 @@ public func unimplemented<each Argument, Result: Sendable>(
 /// An asynchronous endpoint that returns nothing: it fails the current test when called.
 /// - Parameter name: The endpoint's name.
 /// - Returns: A closure that reports the failure.
-public func unimplemented<each Argument>(
+public func unimplementedEndpoint<each Argument>(
     _ name: String,
     fileID: String = #fileID,
     filePath: StaticString = #filePath,
@@ -122,7 +124,7 @@ public func unimplemented<each Argument>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async -> Void {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
     }
 }
 
@@ -130,7 +132,7 @@ public func unimplemented<each Argument>(
 /// current test when called.
 /// - Parameter name: The endpoint's name.
 /// - Returns: A closure that reports the failure.
-public func unimplemented<each Argument>(
+public func unimplementedEndpoint<each Argument>(
     _ name: String,
     fileID: String = #fileID,
     filePath: StaticString = #filePath,
@@ -138,6 +140,11 @@ public func unimplemented<each Argument>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) -> Void {
     { (_: repeat each Argument) in
-        reportIssue("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
     }
+}
+
+extension UnimplementedError: LocalizedError {
+    /// The same one-line message as `description`, so `localizedDescription` shows it too.
+    public var errorDescription: String? { description }
 }

@@ -41,8 +41,8 @@ do {
         while true {
             let session = round % 7 == 0
                 ? nil
-                : Session(user: TestUser(id: round, name: "user \(round)"), token: AccessToken("token-\(round)"))
-            let env = Environment<WorkerApp>(
+                : UserSession(user: TestUser(id: round, name: "user \(round)"), token: AuthToken("token-\(round)"))
+            let env = HabitatEnvironment<WorkerApp>(
                 services: NoServices(),
                 config: TestConfig(timeout: round, features: features),
                 session: session

@@ -2,5 +2,5 @@
 // warning and carries on instead of crashing.
 import HabitatTesting
 
-let endpoint: @Sendable (Int) -> String = unimplemented("Probe.endpoint", placeholder: "placeholder")
+let endpoint: @Sendable (Int) -> String = unimplementedEndpoint("Probe.endpoint", placeholder: "placeholder")
 print("returned \(endpoint(1))")

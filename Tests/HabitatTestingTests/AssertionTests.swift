@@ -8,7 +8,7 @@ struct AssertionTests {
     @Test func expectChangesPassesWhenTheKindsMatch() async throws {
         let changes = await expectChanges(in: AppEnvironment, [.push, .login, .pop]) {
             AppEnvironment.push { $0.config.greeting = "x" }
-            AppEnvironment.login(user: .ada, token: AccessToken("t"))
+            AppEnvironment.login(user: .ada, token: AuthToken("t"))
             AppEnvironment.pop()
         }
         #expect(changes.count == 3)
@@ -18,7 +18,7 @@ struct AssertionTests {
     @Test func expectChangesReportsAMismatchWithOldAndNew() async {
         await withKnownIssue {
             await expectChanges(in: AppEnvironment, [.push]) {
-                AppEnvironment.login(user: .ada, token: AccessToken("t"))
+                AppEnvironment.login(user: .ada, token: AuthToken("t"))
             }
         } matching: { issue in
             let text = issue.comments.map(\.rawValue).joined()
@@ -29,14 +29,14 @@ struct AssertionTests {
 
     @Test func expectLoginPassesForTheRightUser() async {
         await expectLogin(in: AppEnvironment, of: .ada) {
-            AppEnvironment.login(user: .ada, token: AccessToken("t"))
+            AppEnvironment.login(user: .ada, token: AuthToken("t"))
         }
     }
 
     @Test func expectLoginReportsTheWrongUser() async {
         await withKnownIssue {
             await expectLogin(in: AppEnvironment, of: .ada) {
-                AppEnvironment.login(user: .grace, token: AccessToken("t"))
+                AppEnvironment.login(user: .grace, token: AuthToken("t"))
             }
         } matching: { issue in
             issue.comments.map(\.rawValue).joined().contains("but the current user is User(id: 2, name: \"Grace\")")
@@ -87,8 +87,8 @@ struct AssertionTests {
         let store = MockKeyValueStore()
         let secrets = MockSecretStore()
         let sessions = SessionStore<TestingApp>(store: store, secrets: secrets)
-        let env = Environment<TestingApp>.test(services: Services(), config: Config())
-            .loggingIn(user: .ada, token: AccessToken("tok-mock-SECRET"))
+        let env = HabitatEnvironment<TestingApp>.test(services: Services(), config: Config())
+            .loggingIn(user: .ada, token: AuthToken("tok-mock-SECRET"))
         store.failNext()
         #expect(throws: SnapshotError.store(.injected("MockKeyValueStore"))) { try sessions.save(env) }
         #expect(

@@ -20,12 +20,12 @@ struct APIClient: Sendable {
     var trackAsync: @Sendable (String, Int) async -> Void
 
     static let unimplemented = APIClient(
-        fetchUser: HabitatTesting.unimplemented("APIClient.fetchUser"),
-        fetchUserSync: HabitatTesting.unimplemented("APIClient.fetchUserSync"),
-        ping: HabitatTesting.unimplemented("APIClient.ping", placeholder: false),
-        count: HabitatTesting.unimplemented("APIClient.count", placeholder: -1),
-        track: HabitatTesting.unimplemented("APIClient.track"),
-        trackAsync: HabitatTesting.unimplemented("APIClient.trackAsync")
+        fetchUser: unimplementedEndpoint("APIClient.fetchUser"),
+        fetchUserSync: unimplementedEndpoint("APIClient.fetchUserSync"),
+        ping: unimplementedEndpoint("APIClient.ping", placeholder: false),
+        count: unimplementedEndpoint("APIClient.count", placeholder: -1),
+        track: unimplementedEndpoint("APIClient.track"),
+        trackAsync: unimplementedEndpoint("APIClient.trackAsync")
     )
 }
 
@@ -41,7 +41,7 @@ enum TestingApp: EnvironmentSchema {
 }
 
 /// The stack these tests share, like an app's global `AppEnvironment`.
-let AppEnvironment = EnvironmentStack<TestingApp>(Environment(services: Services(label: "live"), config: Config()))
+let AppEnvironment = EnvironmentStack<TestingApp>(HabitatEnvironment(services: Services(label: "live"), config: Config()))
 
 extension User {
     static let ada = User(id: 1, name: "Ada")

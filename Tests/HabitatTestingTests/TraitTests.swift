@@ -23,7 +23,7 @@ struct TraitTests {
         #expect(AppEnvironment.current.config.greeting == "Hi")
     }
 
-    @Test(.environment(AppEnvironment, Environment.test(services: Services(label: "whole"), config: Config())))
+    @Test(.environment(AppEnvironment, HabitatEnvironment.test(services: Services(label: "whole"), config: Config())))
     func aTraitCanStartFromAWholeEnvironment() {
         #expect(AppEnvironment.current.services.label == "whole")
     }
@@ -32,7 +32,7 @@ struct TraitTests {
     func eachArgumentRunsInItsOwnScope(round: Int) {
         #expect(AppEnvironment.depth == 1)
         AppEnvironment.push { $0.config.greeting = "round \(round)" }
-        AppEnvironment.login(user: User(id: round, name: ""), token: AccessToken("\(round)"))
+        AppEnvironment.login(user: User(id: round, name: ""), token: AuthToken("\(round)"))
         #expect(AppEnvironment.depth == 2)
         #expect(AppEnvironment.current.currentUser?.id == round)
     }
@@ -44,7 +44,7 @@ struct TraitTests {
             env.services.api.fetchUser = { id in User(id: id, name: "mock \(index)") }
             env.services.label = "mock \(index)"
         }) { () async throws in
-            AppEnvironment.login(user: User(id: index, name: "user \(index)"), token: AccessToken("t\(index)"))
+            AppEnvironment.login(user: User(id: index, name: "user \(index)"), token: AuthToken("t\(index)"))
             for _ in 0..<5 {
                 await Task.yield()
                 #expect(AppEnvironment.current.currentUser?.id == index)
@@ -66,7 +66,7 @@ struct TraitTests {
     }
 
     @Test func inTestWorldKeepsServicesAndConfig() {
-        let env = Environment<TestingApp>(services: Services(label: "x"), config: Config(greeting: "Yo"))
+        let env = HabitatEnvironment<TestingApp>(services: Services(label: "x"), config: Config(greeting: "Yo"))
             .inTestWorld(now: Date(timeIntervalSince1970: 5))
         #expect(env.services.label == "x")
         #expect(env.config.greeting == "Yo")

@@ -74,10 +74,42 @@ import Testing
         #expect(err.contains("[Habitat] warning: Probe.endpoint is unimplemented"))
     }
 
+    /// Not a test of its own: the body a child process runs, for the test below.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_DETACHED_FIXTURE"] == "1"))
+    func detachedFixture() async {
+        let endpoint: @Sendable () -> String = unimplementedEndpoint("Detached.endpoint", placeholder: "-")
+        _ = await Task.detached { endpoint() }.value
+    }
+
+    /// An unimplemented endpoint called from `Task.detached` inside a Swift Testing test has no
+    /// current test, and must still fail the run. A child test process runs the fixture above
+    /// (the test bundle is an executable on Linux; on Apple platforms `xctest` runs it).
+    @Test(.enabled(if: isLinux))
+    func anEndpointCalledFromADetachedTaskFailsTheRun() throws {
+        let process = Process()
+        process.executableURL = Bundle.main.executableURL ?? Bundle.main.bundleURL.appendingPathComponent("HabitatPackageTests.xctest")
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "detachedFixture"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["HABITAT_DETACHED_FIXTURE": "1"]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0, "the run failed")
+        #expect(text.contains("Detached.endpoint is unimplemented"), "\(text)")
+    }
+
     @Test func theErrorSaysWhatIsUnimplemented() {
         #expect(UnimplementedError(endpoint: "A.b").description == "A.b is unimplemented")
     }
 }
+
+#if os(Linux)
+let isLinux = true
+#else
+let isLinux = false
+#endif
 
 final class IssueCounter: @unchecked Sendable {
     private let lock = NSLock()

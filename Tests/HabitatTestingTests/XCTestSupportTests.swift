@@ -15,7 +15,7 @@ final class XCTestIsolationTests: XCTestCase {
     func testSyncTestsSeeTheTestEnvironment() {
         XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
         XCTAssertEqual(AppEnvironment.current.now(), TestWorld.date)
-        AppEnvironment.login(user: .ada, token: AccessToken("t"))
+        AppEnvironment.login(user: .ada, token: AuthToken("t"))
         XCTAssertEqual(AppEnvironment.current.currentUser, .ada)
     }
 
@@ -90,14 +90,14 @@ final class LockedBox<Value: Sendable>: @unchecked Sendable {
 
 /// The base class: every test runs in its own scope, sync and async alike.
 final class EnvironmentTestCaseTests: EnvironmentTestCase<TestingApp> {
-    override func setUpEnvironment() -> (EnvironmentStack<TestingApp>, Environment<TestingApp>)? {
+    override func setUpEnvironment() -> (EnvironmentStack<TestingApp>, HabitatEnvironment<TestingApp>)? {
         (AppEnvironment, .test(services: Services(label: "base class"), config: Config(greeting: "Hey")))
     }
 
     func testSyncTestRunsInTheScope() {
         XCTAssertEqual(AppEnvironment.current.services.label, "base class")
         XCTAssertEqual(AppEnvironment.current.config.greeting, "Hey")
-        AppEnvironment.login(user: .grace, token: AccessToken("g"))
+        AppEnvironment.login(user: .grace, token: AuthToken("g"))
         XCTAssertEqual(AppEnvironment.depth, 1)
     }
 

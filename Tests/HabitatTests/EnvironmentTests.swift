@@ -4,7 +4,7 @@ import Testing
 
 @Suite struct EnvironmentTests {
     @Test func defaultsAreLiveAndLoggedOut() {
-        let env = Environment<TestApp>(services: TestServices(), config: TestConfig())
+        let env = HabitatEnvironment<TestApp>(services: TestServices(), config: TestConfig())
         #expect(env.session == nil)
         #expect(env.currentUser == nil)
         #expect(!env.isLoggedIn)
@@ -46,7 +46,7 @@ import Testing
 
     @Test func valueTransitions() throws {
         let env = makeEnvironment()
-        let inside = env.loggingIn(user: .ada, token: AccessToken("abc"))
+        let inside = env.loggingIn(user: .ada, token: AuthToken("abc"))
         #expect(inside.currentUser == .ada)
         #expect(inside.session?.state == .authenticated)
         #expect(inside.services.authorization == "Bearer abc")
@@ -72,21 +72,21 @@ import Testing
 
     @Test func expiry() {
         let now = Date(timeIntervalSince1970: 1000)
-        #expect(!AccessToken(secret).isExpired(at: now))
-        #expect(!AccessToken(secret, expiresAt: now.addingTimeInterval(1)).isExpired(at: now))
-        #expect(AccessToken(secret, expiresAt: now).isExpired(at: now))
-        #expect(AccessToken(secret, expiresAt: now.addingTimeInterval(-1)).isExpired(at: now))
-        let session = Session(user: TestUser.ada, token: AccessToken(secret, expiresAt: now))
+        #expect(!AuthToken(secret).isExpired(at: now))
+        #expect(!AuthToken(secret, expiresAt: now.addingTimeInterval(1)).isExpired(at: now))
+        #expect(AuthToken(secret, expiresAt: now).isExpired(at: now))
+        #expect(AuthToken(secret, expiresAt: now.addingTimeInterval(-1)).isExpired(at: now))
+        let session = UserSession(user: TestUser.ada, token: AuthToken(secret, expiresAt: now))
         #expect(session.isExpired(at: now))
     }
 
     @Test func secretIsReadableOnPurpose() {
-        #expect(AccessToken(secret).secret == secret)
+        #expect(AuthToken(secret).secret == secret)
     }
 
     @Test(arguments: [Date?.none, Date(timeIntervalSince1970: 0)])
     func noDescriptionShowsTheSecret(expiry: Date?) {
-        let token = AccessToken(secret, expiresAt: expiry)
+        let token = AuthToken(secret, expiresAt: expiry)
         var dumped = ""
         dump(token, to: &dumped)
         let env = makeEnvironment().loggingIn(user: .ada, token: token)

@@ -14,14 +14,17 @@ struct TestConfig: Codable, Sendable, Hashable, Updatable {
 /// Services that remember the token login handed them, like an API client signing requests.
 struct TestServices: Sendable, SessionDependent {
     var label: String = "live"
-    /// Kept as an `AccessToken`, not a string, so printing the services can't leak it.
-    var token: AccessToken?
+    /// Kept as an `AuthToken`, not a string, so printing the services can't leak it.
+    var token: AuthToken?
     var tokenChanges = 0
+    /// The signed-in user's name, as an analytics client would tag events with it.
+    var userName: String?
 
     var authorization: String? { token.map { "Bearer \($0.secret)" } }
 
-    mutating func sessionTokenChanged(to token: AccessToken?) {
-        self.token = token
+    mutating func sessionChanged(to session: UserSession<TestUser>?) {
+        self.token = session?.token
+        userName = session?.user.name
         tokenChanges += 1
     }
 }
@@ -32,12 +35,12 @@ enum TestApp: EnvironmentSchema {
     typealias Config = TestConfig
 }
 
-typealias TestEnvironment = Environment<TestApp>
+typealias TestEnvironment = HabitatEnvironment<TestApp>
 
 let fixedDate = Date(timeIntervalSince1970: 1_800_000_000)
 
 func makeEnvironment(_ label: String = "live") -> TestEnvironment {
-    Environment(
+    HabitatEnvironment(
         services: TestServices(label: label),
         config: TestConfig(),
         now: { fixedDate },

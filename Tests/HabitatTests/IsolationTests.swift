@@ -11,7 +11,7 @@ private let sharedStack = EnvironmentStack<TestApp>(makeEnvironment("global"))
     @Test(arguments: 0..<64)
     func parallelTestsNeverSeeEachOther(index: Int) async throws {
         let user = TestUser(id: index, name: "user \(index)")
-        let token = AccessToken("token-\(index)")
+        let token = AuthToken("token-\(index)")
         try await sharedStack.withEnvironment({ $0.services.label = "mock \(index)" }) {
             #expect(sharedStack.current.session == nil)
             sharedStack.login(user: user, token: token)
@@ -43,7 +43,7 @@ private let sharedStack = EnvironmentStack<TestApp>(makeEnvironment("global"))
                 group.addTask {
                     let id = index * 10 + lane
                     return sharedStack.withEnvironment({ $0.config.timeout = id }) {
-                        sharedStack.login(user: TestUser(id: id, name: ""), token: AccessToken("\(id)"))
+                        sharedStack.login(user: TestUser(id: id, name: ""), token: AuthToken("\(id)"))
                         return (0..<200).allSatisfy { _ in
                             sharedStack.current.config.timeout == id && sharedStack.current.currentUser?.id == id
                         }

@@ -28,7 +28,7 @@ import Testing
         let stack = makeStack()
         #expect(throws: Boom.self) {
             try stack.withEnvironment({ $0.config.timeout = 1 }) { () throws(Boom) in
-                stack.login(user: .ada, token: AccessToken("t"))
+                stack.login(user: .ada, token: AuthToken("t"))
                 throw Boom()
             }
         }
@@ -75,7 +75,7 @@ import Testing
             #expect(stack.depth == 1)
             #expect(stack.current.services.label == "outer")
             stack.push { $0.services.label = "inner" }
-            stack.login(user: .ada, token: AccessToken("t"))
+            stack.login(user: .ada, token: AuthToken("t"))
             stack.updateConfig { $0.timeout = 99 }
             #expect(stack.depth == 2)
             #expect(stack.pop()?.currentUser == .ada)
@@ -94,7 +94,7 @@ import Testing
         let outer = stack.changes
         let inner = await stack.withEnvironment({ _ in }) { () async -> [EnvironmentChange<TestApp>] in
             let changes = stack.changes
-            stack.login(user: .ada, token: AccessToken("t"))
+            stack.login(user: .ada, token: AuthToken("t"))
             return await collect(1, from: changes)
         }
         #expect(inner.map(\.kind) == [.login])
@@ -129,7 +129,7 @@ import Testing
     @Test func childTasksWriteToTheScopesStack() async {
         let stack = makeStack()
         await stack.withEnvironment({ _ in }) {
-            await Task { stack.login(user: .ada, token: AccessToken("t")) }.value
+            await Task { stack.login(user: .ada, token: AuthToken("t")) }.value
             #expect(stack.current.currentUser == .ada)
         }
         #expect(stack.current.currentUser == nil)
@@ -241,7 +241,7 @@ import Testing
                 let changes = stack.changes
                 stack.push { $0.services.label = "pushed \(round)" }
                 stack.push { $0.services.label = "pushed again" }
-                stack.login(user: .ada, token: AccessToken("t\(round)"))
+                stack.login(user: .ada, token: AuthToken("t\(round)"))
                 return await collect(3, from: changes)
             }
             #expect(observed.map(\.sequence) == [1, 2, 3], "numbering restarts in each scope")

@@ -29,7 +29,7 @@ struct FileSessions {
 }
 
 @Suite struct SessionStoreTests {
-    let token = AccessToken("tok-9d2f-SECRET", expiresAt: fixedDate.addingTimeInterval(3600))
+    let token = AuthToken("tok-9d2f-SECRET", expiresAt: fixedDate.addingTimeInterval(3600))
 
     @Test func aSavedSessionComesBackRestored() throws {
         let files = try FileSessions()
@@ -199,7 +199,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
 }
 
 @Suite struct StackPersistenceTests {
-    let token = AccessToken("tok-5a1b-SECRET", expiresAt: fixedDate.addingTimeInterval(60))
+    let token = AuthToken("tok-5a1b-SECRET", expiresAt: fixedDate.addingTimeInterval(60))
 
     @Test func restoreBringsBackTheSessionAsRestored() async throws {
         let files = try FileSessions()
@@ -232,7 +232,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
     @Test func aFailedRestoreLeavesTheStackAsItWas() throws {
         let store = InMemoryStore(["habitat.session": Data("{".utf8)])
         let stack = makeStack()
-        stack.login(user: .grace, token: AccessToken("g"))
+        stack.login(user: .grace, token: AuthToken("g"))
         #expect(throws: SnapshotError.self) {
             try stack.restore(from: SessionStore(store: store, secrets: InMemorySecretStore()))
         }
@@ -242,7 +242,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
 
     @Test func refreshMovesARestoredSessionToAuthenticated() async throws {
         let stack = try restoredStack()
-        let fresh = AccessToken("fresh", expiresAt: fixedDate.addingTimeInterval(7200))
+        let fresh = AuthToken("fresh", expiresAt: fixedDate.addingTimeInterval(7200))
         let outcome = await stack.refreshSession { session in
             #expect(session.state == .restored)
             return .refreshed(token: fresh, user: TestUser(id: 1, name: "Ada L."))
@@ -278,7 +278,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         let stack = try restoredStack()
         let outcome = await stack.refreshSession { _ in
             stack.logout()
-            return .refreshed(token: AccessToken("late"))
+            return .refreshed(token: AuthToken("late"))
         }
         #expect(outcome == .superseded)
         #expect(stack.current.session == nil)
@@ -345,7 +345,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
     /// A stack restored from a saved session for Ada.
     func restoredStack(expiresAt: Date? = nil) throws -> EnvironmentStack<TestApp> {
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
-        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AccessToken("old", expiresAt: expiresAt)))
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old", expiresAt: expiresAt)))
         let stack = makeStack()
         try stack.restore(from: sessions)
         return stack

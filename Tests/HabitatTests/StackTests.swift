@@ -67,25 +67,25 @@ import Testing
 
     @Test func loginSignsInAndHandsServicesTheToken() {
         let stack = makeStack()
-        stack.login(user: .ada, token: AccessToken("abc"))
+        stack.login(user: .ada, token: AuthToken("abc"))
         #expect(stack.current.currentUser == .ada)
         #expect(stack.current.session?.state == .authenticated)
-        #expect(stack.current.session?.token == AccessToken("abc"))
+        #expect(stack.current.session?.token == AuthToken("abc"))
         #expect(stack.current.services.authorization == "Bearer abc")
         #expect(stack.depth == 1)
     }
 
     @Test func loginWhileLoggedInSwitchesUsers() {
         let stack = makeStack()
-        stack.login(user: .ada, token: AccessToken("a"))
-        stack.login(user: .grace, token: AccessToken("g"))
+        stack.login(user: .ada, token: AuthToken("a"))
+        stack.login(user: .grace, token: AuthToken("g"))
         #expect(stack.current.currentUser == .grace)
         #expect(stack.current.services.authorization == "Bearer g")
     }
 
     @Test func logoutEndsTheSessionAndClearsTheServicesToken() {
         let stack = makeStack()
-        stack.login(user: .ada, token: AccessToken("abc"))
+        stack.login(user: .ada, token: AuthToken("abc"))
         let ended = stack.logout()
         #expect(ended?.user == .ada)
         #expect(stack.current.session == nil)
@@ -106,7 +106,7 @@ import Testing
 
     @Test func updateCurrentUserKeepsTokenAndState() throws {
         let stack = makeStack()
-        stack.login(user: .ada, token: AccessToken("abc"))
+        stack.login(user: .ada, token: AuthToken("abc"))
         try stack.updateCurrentUser(TestUser(id: 1, name: "Ada Lovelace"))
         #expect(stack.current.currentUser?.name == "Ada Lovelace")
         try stack.updateCurrentUser { $0.name += "!" }
@@ -140,7 +140,7 @@ import Testing
     @Test func transitionsApplyToTheTopAndPopWithIt() {
         let stack = makeStack()
         stack.push(makeEnvironment("mock"))
-        stack.login(user: .ada, token: AccessToken("t"))
+        stack.login(user: .ada, token: AuthToken("t"))
         #expect(stack.current.currentUser == .ada)
         stack.pop()
         #expect(stack.current.currentUser == nil)
@@ -150,7 +150,7 @@ import Testing
         let stack = makeStack()
         let changes = stack.changes
         stack.push { $0.services.label = "mock" }
-        stack.login(user: .ada, token: AccessToken("t"))
+        stack.login(user: .ada, token: AuthToken("t"))
         try stack.updateCurrentUser(.init(id: 1, name: "A"))
         stack.updateConfig { $0.timeout = 2 }
         stack.replaceCurrent { $0.locale = Locale(identifier: "fr_FR") }
@@ -199,7 +199,7 @@ import Testing
         let a = makeStack("a")
         let b = makeStack("b")
         a.push { $0.config.timeout = 1 }
-        a.login(user: .ada, token: AccessToken("t"))
+        a.login(user: .ada, token: AuthToken("t"))
         #expect(b.depth == 1)
         #expect(b.current.currentUser == nil)
         #expect(b.current.config.timeout == 30)
@@ -295,15 +295,15 @@ private enum CustomTokenApp: EnvironmentSchema {
     typealias User = TestUser
     typealias Config = TestConfig
 
-    static func services(_ services: [String], withToken token: AccessToken?) -> [String] {
-        services + [token == nil ? "cleared" : "token"]
+    static func services(_ services: [String], for session: UserSession<TestUser>?) -> [String] {
+        services + [session?.token == nil ? "cleared" : "token"]
     }
 }
 
 @Suite struct SessionServicesTests {
     @Test func aSchemaCanUpdateServicesItself() {
-        let stack = EnvironmentStack<CustomTokenApp>(Environment(services: [], config: TestConfig()))
-        stack.login(user: .ada, token: AccessToken("t"))
+        let stack = EnvironmentStack<CustomTokenApp>(HabitatEnvironment(services: [], config: TestConfig()))
+        stack.login(user: .ada, token: AuthToken("t"))
         stack.logout()
         #expect(stack.current.services == ["token", "cleared"])
     }
@@ -314,8 +314,8 @@ private enum CustomTokenApp: EnvironmentSchema {
             typealias User = TestUser
             typealias Config = TestConfig
         }
-        let stack = EnvironmentStack<Plain>(Environment(services: 7, config: TestConfig()))
-        stack.login(user: .ada, token: AccessToken("t"))
+        let stack = EnvironmentStack<Plain>(HabitatEnvironment(services: 7, config: TestConfig()))
+        stack.login(user: .ada, token: AuthToken("t"))
         #expect(stack.current.services == 7)
         #expect(stack.current.currentUser == .ada)
     }

@@ -47,7 +47,7 @@ import Testing
                                 tally.noOps += 1
                             }
                         case 4:
-                            stack.login(user: TestUser(id: seed, name: "\(step)"), token: AccessToken("\(step)"))
+                            stack.login(user: TestUser(id: seed, name: "\(step)"), token: AuthToken("\(step)"))
                             tally.logins += 1
                         case 5:
                             if stack.logout() != nil { tally.logouts += 1 } else { tally.noOps += 1 }
@@ -93,7 +93,7 @@ import Testing
     }
 }
 
-extension Session where User == TestUser {
+extension UserSession where User == TestUser {
     /// A login and its services' token change are one step: a reader never sees one without the other.
     fileprivate func services(in env: TestEnvironment) -> Bool {
         env.services.authorization == "Bearer \(token.secret)"

@@ -117,10 +117,31 @@ import Testing
         #expect(result.output.contains("logged out\n"))
     }
 
-    @Test(arguments: [["login"], ["frobnicate"], ["--store"], ["status", "extra"], ["login", "Ada", "--token"]])
-    func badArgumentsPrintUsage(_ arguments: [String]) {
+    @Test(arguments: [
+        (["login"], "login needs a NAME"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        (["--store"], "--store needs a directory"),
+        (["status", "extra"], "status takes no arguments; unexpected 'extra'"),
+        (["login", "Ada", "--token"], "--token needs a value"),
+        (["login", "Ada", "Lovelace"], "login takes one NAME; unexpected 'Lovelace'"),
+    ])
+    func badArgumentsSayWhatIsWrongThenTheUsage(_ arguments: [String], reason: String) {
         let result = SessionDemo.run(arguments, environment: ["HOME": "/nonexistent"])
         #expect(result.status == 2)
-        #expect(result.errors == SessionDemo.usage + "\n")
+        #expect(result.output.isEmpty)
+        #expect(result.errors == "habitat-demo: \(reason)\n\(SessionDemo.usage)\nRun 'habitat-demo --help' for more.\n")
+    }
+
+    @Test(arguments: [["--help"], ["-h"], ["help"], ["--store", "/tmp/x", "--help"]])
+    func helpGoesToStandardOutputAndSucceeds(_ arguments: [String]) throws {
+        let result = try launch(arguments, environment: ["HOME": "/home/ada"])
+        #expect(result.status == 0)
+        #expect(result.errors.isEmpty)
+        #expect(result.output.contains(SessionDemo.usage))
+        #if canImport(Darwin)
+        #expect(result.output.contains("default: "), "the default store location is said")
+        #else
+        #expect(result.output.contains("default: /home/ada/.local/share/habitat-demo"), "the default store location is said")
+        #endif
     }
 }

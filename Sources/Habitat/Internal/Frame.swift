@@ -9,14 +9,14 @@
 /// after a push and a pop, the state's stamp is the old top's again, and a reader that still
 /// holds that frame needs no refresh.
 ///
-/// NB: measured against a copy-on-write `Environment` (one box for all fields, which would make
+/// NB: measured against a copy-on-write `HabitatEnvironment` (one box for all fields, which would make
 /// this frame unnecessary): the box made pushes cheaper, but every field read then had to
 /// retain the box, a write to memory that all reading threads share. Reads are the hot path,
 /// so the environment stays a plain struct and the stack boxes it once per push. The frame is a
 /// `ManagedBuffer` so that the environment lives in the frame's own allocation, at an address
 /// a reader can borrow from without a retain or an exclusivity check.
 @usableFromInline
-final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environment<App>> {
+final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnvironment<App>> {
     // Not `Sendable` (`ManagedBuffer` can't be), but shared between threads only inside the
     // lock-protected `StackState` and the per-thread `ReaderSlot`, under these rules:
     // the header and the element are written when the frame is created, before it is
@@ -28,7 +28,7 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environmen
 
     /// Creates a frame holding `environment`, with a new stamp.
     @inlinable
-    static func make(_ environment: consuming Environment<App>, stamp: UInt64) -> Frame<App> {
+    static func make(_ environment: consuming HabitatEnvironment<App>, stamp: UInt64) -> Frame<App> {
         let frame = unsafeDowncast(
             Frame.create(minimumCapacity: 1) { _ in FrameHeader(stamp: stamp) },
             to: Frame<App>.self
@@ -46,13 +46,13 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environmen
 
     /// Where the environment lives; valid while the frame is alive and not taken.
     @inlinable
-    var environmentAddress: UnsafeMutablePointer<Environment<App>> {
+    var environmentAddress: UnsafeMutablePointer<HabitatEnvironment<App>> {
         withUnsafeMutablePointerToElements { $0 }
     }
 
     /// The environment, read in place.
     @inlinable
-    var environment: Environment<App> {
+    var environment: HabitatEnvironment<App> {
         _read { yield environmentAddress.pointee }
     }
 
@@ -64,7 +64,7 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environmen
     /// frame can be pushed again without an allocation. Call with the owning state's lock held,
     /// on its spare frame.
     @inlinable
-    func refill(_ environment: consuming Environment<App>, stamp: UInt64) {
+    func refill(_ environment: consuming HabitatEnvironment<App>, stamp: UInt64) {
         environmentAddress.initialize(to: environment)
         withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(stamp: stamp) }
     }
@@ -72,7 +72,7 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, Environmen
     /// Moves the environment out of a frame that nothing else references. Call with the owning
     /// state's lock held, once.
     @inlinable
-    func takeEnvironment() -> Environment<App> {
+    func takeEnvironment() -> HabitatEnvironment<App> {
         withUnsafeMutablePointers { header, environment in
             header.pointee.moved = true
             return environment.move()

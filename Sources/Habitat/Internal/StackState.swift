@@ -58,7 +58,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     /// Creates the state of a stack (or scope) whose base is `base`.
     @inlinable
-    static func make(base: consuming Environment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
+    static func make(base: consuming HabitatEnvironment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
         let stamp = nextStamp()
         let top = Frame.make(base, stamp: stamp)
         let buffer = StackState.create(minimumCapacity: 1) { _ in
@@ -80,7 +80,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// change stream's termination handler may still revive it through a weak reference, but
     /// only to remove a subscriber, under the lock; `reuse` doesn't touch the subscribers.)
     @inlinable
-    func reuse(base: consuming Environment<App>) {
+    func reuse(base: consuming HabitatEnvironment<App>) {
         let stamp = nextStamp()
         if isKnownUniquelyReferenced(&guarded.pointee.top) {
             _ = guarded.pointee.top.takeEnvironment()
@@ -171,7 +171,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     }
 
     /// The top environment, copied.
-    var topEnvironment: Environment<App> {
+    var topEnvironment: HabitatEnvironment<App> {
         lock()
         defer { unlock() }
         return guarded.pointee.top.environment
@@ -191,7 +191,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// `change` runs without the lock held, so it may read the stack; if another writer
     /// committed meanwhile, it runs again on a copy of the newer top.
     @inlinable
-    func push<E: Error>(_ change: (inout Environment<App>) throws(E) -> Void) throws(E) {
+    func push<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
         _ = try write(.push, pushing: true) { (environment) throws(E) in
             try change(&environment)
             return true
@@ -205,7 +205,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     @inlinable @discardableResult
     func update<E: Error>(
         _ kind: EnvironmentChangeKind,
-        _ change: (inout Environment<App>) throws(E) -> Bool
+        _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
         try write(kind, pushing: false, change)
     }
@@ -221,7 +221,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     func write<E: Error>(
         _ kind: EnvironmentChangeKind,
         pushing: Bool,
-        _ change: (inout Environment<App>) throws(E) -> Bool
+        _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
         while true {
             let slot = currentReaderSlot()
@@ -277,7 +277,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
-    func pop() -> Environment<App>? {
+    func pop() -> HabitatEnvironment<App>? {
         lock()
         guard var old = guarded.pointee.below.popLast() else {
             unlock()

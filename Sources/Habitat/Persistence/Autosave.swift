@@ -27,7 +27,7 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     }
 
     /// Saves `environment()` if autosave is on, reporting a failure to the error handler.
-    func save(_ environment: () -> Environment<App>) {
+    func save(_ environment: () -> HabitatEnvironment<App>) {
         lock.withLock {
             guard let target else { return }
             do throws(SnapshotError) {

@@ -33,7 +33,7 @@ extension EnvironmentStack {
             state.update(.restore) { environment in
                 environment.config = snapshot.config
                 environment.session = snapshot.session
-                environment.applySessionToken(snapshot.session?.token)
+                environment.applySession()
                 return true
             }
         }
@@ -57,11 +57,17 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// - Parameter refresh: Asks the server about the session.
+    /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
+    /// that touches its own state.
+    ///
+    /// - Parameters:
+    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - refresh: Asks the server about the session.
     /// - Returns: What happened.
     /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
     public func refreshSession(
-        using refresh: (Session<App.User>) async throws -> SessionRefresh<App.User>
+        isolation: isolated (any Actor)? = #isolation,
+        using refresh: (UserSession<App.User>) async throws -> SessionRefresh<App.User>
     ) async rethrows -> SessionRefreshOutcome {
         guard let session = current.session else { return .notLoggedIn }
         let expired = session.isExpired(at: current.now())
@@ -72,8 +78,8 @@ extension EnvironmentStack {
             withActiveState { state in
                 state.update(.refresh) { environment in
                     guard environment.session?.token == session.token else { return false }
-                    environment.session = Session(user: user ?? session.user, token: token, state: .authenticated)
-                    environment.applySessionToken(token)
+                    environment.session = UserSession(user: user ?? session.user, token: token, state: .authenticated)
+                    environment.applySession()
                     outcome = .refreshed
                     return true
                 }
@@ -97,12 +103,12 @@ extension EnvironmentStack {
 public enum SessionRefresh<User: Sendable>: Sendable {
     /// The server accepted the session and issued `token`; `user` carries fresh user data, or
     /// `nil` to keep the user as it was.
-    case refreshed(token: AccessToken, user: User? = nil)
+    case refreshed(token: AuthToken, user: User? = nil)
     /// The server no longer accepts the session: log out.
     case ended
 }
 
-/// What ``EnvironmentStack/refreshSession(using:)`` did.
+/// What ``EnvironmentStack/refreshSession(isolation:using:)`` did.
 public enum SessionRefreshOutcome: Sendable, Hashable {
     /// The session is ``AuthState/authenticated`` with the new token.
     case refreshed

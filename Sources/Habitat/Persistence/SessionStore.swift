@@ -73,7 +73,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///
     /// - Parameter environment: The environment whose session and config to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
-    public func save(_ environment: Environment<App>) throws(SnapshotError) {
+    public func save(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
         do {
             guard let session = environment.session else {
                 try secrets.setSecret(nil, forKey: tokenKey)
@@ -104,7 +104,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         }
     }
 
-    private func encode(_ environment: Environment<App>, pairID: String?) throws(SnapshotError) -> Data {
+    private func encode(_ environment: HabitatEnvironment<App>, pairID: String?) throws(SnapshotError) -> Data {
         let envelope = Envelope(
             version: version,
             payload: Payload(
@@ -155,7 +155,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         }
         guard let stored else { return nil }
         let payload = try decodePayload(stored)
-        var session: Session<App.User>?
+        var session: UserSession<App.User>?
         if let saved = payload.session {
             let secret: Data?
             do {
@@ -164,9 +164,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
                 throw .store(error)
             }
             if let value = Self.token(in: secret, pairedWith: saved.pairID) {
-                session = Session(
+                session = UserSession(
                     user: saved.user,
-                    token: AccessToken(value, expiresAt: saved.tokenExpiresAt),
+                    token: AuthToken(value, expiresAt: saved.tokenExpiresAt),
                     state: .restored
                 )
             }
@@ -298,7 +298,7 @@ struct TokenRecord: Codable, Equatable {
 public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     /// The saved session with its token, in state ``AuthState/restored``; `nil` when the app
     /// was logged out (or the token is gone).
-    public var session: Session<App.User>?
+    public var session: UserSession<App.User>?
     /// The saved configuration.
     public var config: App.Config
     /// When the snapshot was saved, by the saving environment's clock.
@@ -309,7 +309,7 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     ///   - session: The restored session, if any.
     ///   - config: The configuration.
     ///   - savedAt: When it was saved.
-    public init(session: Session<App.User>?, config: App.Config, savedAt: Date?) {
+    public init(session: UserSession<App.User>?, config: App.Config, savedAt: Date?) {
         self.session = session
         self.config = config
         self.savedAt = savedAt

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a session snapshot could not be saved or restored.
 ///
 /// When one of these is thrown, the stack is as it was, and the stored data is untouched.
@@ -28,4 +30,9 @@ public enum SnapshotError: Error, Sendable, Hashable, CustomStringConvertible {
             "the snapshot '\(key)' is not valid: \(reason)"
         }
     }
+}
+
+extension SnapshotError: LocalizedError {
+    /// The same one-line message as `description`, so `localizedDescription` shows it too.
+    public var errorDescription: String? { description }
 }

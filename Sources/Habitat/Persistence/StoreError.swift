@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a store could not read or write.
 ///
 /// Every case names the file or key involved, and none ever carries a stored value: a store
@@ -60,4 +62,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "injected failure: \(message)"
         }
     }
+}
+
+extension StoreError: LocalizedError {
+    /// The same one-line message as `description`, so `localizedDescription` shows it too.
+    public var errorDescription: String? { description }
 }

@@ -2,30 +2,30 @@ extension EnvironmentStack {
     /// Signs `user` in, replacing the current environment in one atomic step.
     ///
     /// The new session is ``AuthState/authenticated``. Services that conform to
-    /// ``SessionDependent`` receive the token in the same step. Logging in while another user is
+    /// ``SessionDependent`` receive the new session in the same step. Logging in while another user is
     /// logged in switches users; the change's `old` environment shows who was signed in before.
     ///
     /// ```swift
-    /// AppEnvironment.login(user: account, token: AccessToken("s3cr3t"))
+    /// AppEnvironment.login(user: account, token: AuthToken("s3cr3t"))
     /// ```
     /// - Parameters:
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
     @inlinable
-    public func login(user: App.User, token: AccessToken) {
+    public func login(user: App.User, token: AuthToken) {
         withActiveState { $0.update(.login) { $0.logIn(user: user, token: token); return true } }
         didTransition()
     }
 
     /// Signs the current user out, replacing the current environment in one atomic step.
     ///
-    /// ``SessionDependent`` services are told the token is gone. Logging out while nobody is
+    /// ``SessionDependent`` services are told nobody is signed in. Logging out while nobody is
     /// logged in changes nothing and publishes no change.
     ///
     /// - Returns: The session that ended, or `nil` when nobody was logged in.
     @inlinable @discardableResult
-    public func logout() -> Session<App.User>? {
-        var ended: Session<App.User>?
+    public func logout() -> UserSession<App.User>? {
+        var ended: UserSession<App.User>?
         let committed = withActiveState { state in
             state.update(.logout) { environment in
                 ended = environment.session

@@ -1,30 +1,28 @@
-/// Services that need to know the session's token, such as an API client that signs requests.
+/// Services that need to know who is signed in: an API client that signs requests with the
+/// token, an analytics client that tags events with the user.
 ///
-/// When an app's `Services` type conforms, ``EnvironmentStack/login(user:token:)`` calls
-/// ``sessionTokenChanged(to:)`` with the new token on the new environment's services, and
-/// ``EnvironmentStack/logout()`` calls it with `nil`, in the same atomic transition. No reader
-/// ever sees a session whose services still carry the previous token.
+/// When an app's `Services` type conforms, every transition that changes the session hands the
+/// new session to ``sessionChanged(to:)`` on the new environment's services, in the same atomic
+/// step: ``EnvironmentStack/login(user:token:)``, ``EnvironmentStack/logout()`` (with `nil`),
+/// ``EnvironmentStack/updateCurrentUser(_:)``, a refresh and a restore. No reader ever sees a
+/// session whose services still know the previous one.
 ///
 /// ```swift
 /// struct AppServices: SessionDependent, Sendable {
 ///     var api: APIClient
 ///     var analytics: Analytics
 ///
-///     mutating func sessionTokenChanged(to token: AccessToken?) {
-///         api = api.authorized(with: token)
+///     mutating func sessionChanged(to session: UserSession<Account>?) {
+///         api.token = session?.token
+///         analytics.userID = session?.user.id
 ///     }
 /// }
 /// ```
 public protocol SessionDependent {
-    /// Updates the services for a new token, or for no token after logout.
-    /// - Parameter token: The new session's token, or `nil` when the user logged out.
-    mutating func sessionTokenChanged(to token: AccessToken?)
-}
+    /// The app's user type, the schema's ``EnvironmentSchema/User``.
+    associatedtype User
 
-extension Environment {
-    /// Updates the services for `token` (see ``EnvironmentSchema/services(_:withToken:)``).
-    @inlinable
-    mutating func applySessionToken(_ token: AccessToken?) {
-        services = App.services(services, withToken: token)
-    }
+    /// Updates the services for a new or changed session, or for none after logout.
+    /// - Parameter session: The session now, with its user and token, or `nil` when logged out.
+    mutating func sessionChanged(to session: UserSession<User>?)
 }

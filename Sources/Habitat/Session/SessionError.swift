@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Why a session transition could not happen.
 ///
 /// When one of these is thrown, the stack is exactly as it was before the call.
@@ -12,4 +14,9 @@ public enum SessionError: Error, Sendable, Hashable, CustomStringConvertible {
             "\(operation) needs a signed-in user, but nobody is logged in"
         }
     }
+}
+
+extension SessionError: LocalizedError {
+    /// The same one-line message as `description`, so `localizedDescription` shows it too.
+    public var errorDescription: String? { description }
 }

@@ -32,14 +32,14 @@ public struct Profile: Codable, Sendable, Equatable {
 
 /// The profile API, as a struct of closures so tests can replace any endpoint.
 public struct ProfileAPI: Sendable {
-    public var signIn: @Sendable (_ email: String, _ password: String) async throws -> (Member, AccessToken)
-    public var fetchProfile: @Sendable (_ memberID: Int, _ token: AccessToken) async throws -> Profile
-    public var updateBio: @Sendable (_ memberID: Int, _ bio: String, _ token: AccessToken) async throws -> Profile
+    public var signIn: @Sendable (_ email: String, _ password: String) async throws -> (Member, AuthToken)
+    public var fetchProfile: @Sendable (_ memberID: Int, _ token: AuthToken) async throws -> Profile
+    public var updateBio: @Sendable (_ memberID: Int, _ bio: String, _ token: AuthToken) async throws -> Profile
 
     public init(
-        signIn: @escaping @Sendable (String, String) async throws -> (Member, AccessToken),
-        fetchProfile: @escaping @Sendable (Int, AccessToken) async throws -> Profile,
-        updateBio: @escaping @Sendable (Int, String, AccessToken) async throws -> Profile
+        signIn: @escaping @Sendable (String, String) async throws -> (Member, AuthToken),
+        fetchProfile: @escaping @Sendable (Int, AuthToken) async throws -> Profile,
+        updateBio: @escaping @Sendable (Int, String, AuthToken) async throws -> Profile
     ) {
         self.signIn = signIn
         self.fetchProfile = fetchProfile
@@ -74,7 +74,7 @@ extension ProfileAPI {
 
 /// The app's global stack.
 public let AppEnvironment = EnvironmentStack<ProfileApp>(
-    Environment(services: ProfileServices(api: .live), config: ProfileConfig())
+    HabitatEnvironment(services: ProfileServices(api: .live), config: ProfileConfig())
 )
 
 // MARK: The command layer
@@ -144,7 +144,7 @@ public struct ProfileModel: Sendable {
         }
     }
 
-    private func memberSince(_ joined: Date, env: Environment<ProfileApp>) -> String {
+    private func memberSince(_ joined: Date, env: HabitatEnvironment<ProfileApp>) -> String {
         let formatter = DateFormatter()
         formatter.locale = env.locale
         formatter.timeZone = env.timeZone

@@ -9,9 +9,9 @@ public import ProfileFeature
 extension ProfileAPI {
     /// Every endpoint records a test failure naming it, unless a test overrides it.
     public static let unimplemented = ProfileAPI(
-        signIn: HabitatTesting.unimplemented("ProfileAPI.signIn"),
-        fetchProfile: HabitatTesting.unimplemented("ProfileAPI.fetchProfile"),
-        updateBio: HabitatTesting.unimplemented("ProfileAPI.updateBio")
+        signIn: unimplementedEndpoint("ProfileAPI.signIn"),
+        fetchProfile: unimplementedEndpoint("ProfileAPI.fetchProfile"),
+        updateBio: unimplementedEndpoint("ProfileAPI.updateBio")
     )
 }
 
@@ -20,7 +20,7 @@ extension Member {
     public static let ada = Member(id: 1, name: "Ada", joined: Date(timeIntervalSince1970: 1_583_020_800))
 }
 
-extension Environment where App == ProfileApp {
+extension HabitatEnvironment where App == ProfileApp {
     /// The test world with unimplemented services.
     public static var profileTest: Self {
         .test(services: ProfileServices(api: .unimplemented), config: ProfileConfig())

@@ -12,18 +12,18 @@ struct ProfileModelTests {
     @Test(.environment(AppEnvironment) { env in
         env.services.api.signIn = { email, _ in
             #expect(email == "ada@example.com")
-            return (.ada, AccessToken("tok"))
+            return (.ada, AuthToken("tok"))
         }
     })
     func signingInLogsTheMemberIn() async throws {
         try await expectLogin(in: AppEnvironment, of: .ada) {
             try await ProfileModel().signIn(email: "ada@example.com", password: "pw")
         }
-        #expect(AppEnvironment.current.session?.token == AccessToken("tok"))
+        #expect(AppEnvironment.current.session?.token == AuthToken("tok"))
     }
 
     @Test func loadingShowsTheProfileAtAControlledTime() async throws {
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         AppEnvironment.replaceCurrent { env in
             env.services.api.fetchProfile = { id, token in
                 #expect(id == 1)
@@ -41,7 +41,7 @@ struct ProfileModelTests {
 
     @Test func aTooLongBioNeverReachesTheAPI() async throws {
         // updateBio is unimplemented here: if the model called it, this test would fail.
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         AppEnvironment.updateConfig { $0.maxBioLength = 3 }
         await #expect(throws: ProfileError.bioTooLong(limit: 3)) {
             try await ProfileModel().updateBio("too long")
@@ -49,7 +49,7 @@ struct ProfileModelTests {
     }
 
     @Test func anUnexpectedEndpointFailsTheTest() async {
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         await withKnownIssue("fetchProfile was not stubbed, so calling it fails the test") {
             _ = try? await ProfileModel().load()
         } matching: { issue in
@@ -62,7 +62,7 @@ struct ProfileModelTests {
     }
 
     @Test func signingOutEndsTheSession() async {
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         await expectChanges(in: AppEnvironment, [.logout]) {
             ProfileModel().signOut()
         }

@@ -8,12 +8,12 @@ import XCTest
 /// The same model under XCTest: `EnvironmentTestCase` runs every test, sync or async, in a
 /// scope of its own that starts from the test world.
 final class ProfileModelXCTests: EnvironmentTestCase<ProfileApp> {
-    override func setUpEnvironment() -> (EnvironmentStack<ProfileApp>, Environment<ProfileApp>)? {
+    override func setUpEnvironment() -> (EnvironmentStack<ProfileApp>, HabitatEnvironment<ProfileApp>)? {
         (AppEnvironment, .profileTest)
     }
 
     func testSwappingTheAPIForAMock() async throws {
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         AppEnvironment.replaceCurrent {
             $0.services.api.updateBio = { id, bio, _ in Profile(memberID: id, bio: bio) }
         }
@@ -23,7 +23,7 @@ final class ProfileModelXCTests: EnvironmentTestCase<ProfileApp> {
 
     func testSigningInWithAMockAPI() async throws {
         AppEnvironment.replaceCurrent {
-            $0.services.api.signIn = { _, _ in (.ada, AccessToken("tok")) }
+            $0.services.api.signIn = { _, _ in (.ada, AuthToken("tok")) }
         }
         let member = try await ProfileModel().signIn(email: "ada@example.com", password: "pw")
         XCTAssertEqual(member, .ada)
@@ -31,7 +31,7 @@ final class ProfileModelXCTests: EnvironmentTestCase<ProfileApp> {
     }
 
     func testTheDateIsUnderTheTestsControl() async throws {
-        AppEnvironment.login(user: .ada, token: AccessToken("tok"))
+        AppEnvironment.login(user: .ada, token: AuthToken("tok"))
         AppEnvironment.replaceCurrent {
             $0.services.api.fetchProfile = { id, _ in Profile(memberID: id, bio: "") }
             $0.now = { Date(timeIntervalSinceReferenceDate: 14 * 3600) }

@@ -6,15 +6,15 @@ public import Foundation
 /// (`description`, `debugDescription`, `dump`, string interpolation, a `Mirror`) shows
 /// `<redacted>` instead, so a token never lands in a log line or an error message by accident.
 ///
-/// `AccessToken` is deliberately not `Codable`: encoding it along with the rest of a session
+/// `AuthToken` is deliberately not `Codable`: encoding it along with the rest of a session
 /// would put it in a plain file. Habitat stores it through a secret store instead.
 ///
 /// ```swift
-/// let token = AccessToken("s3cr3t", expiresAt: Date().addingTimeInterval(3600))
-/// print(token)           // AccessToken(<redacted>, expires 2026-11-22 09:00:00 +0000)
+/// let token = AuthToken("s3cr3t", expiresAt: Date().addingTimeInterval(3600))
+/// print(token)           // AuthToken(<redacted>, expires 2026-11-22 09:00:00 +0000)
 /// request.setValue("Bearer \(token.secret)", forHTTPHeaderField: "Authorization")
 /// ```
-public struct AccessToken: Sendable, Hashable {
+public struct AuthToken: Sendable, Hashable {
     /// The secret value. Read it only to authorise a request or to store it as a secret.
     public let secret: String
     /// When the token stops being accepted, if the server said.
@@ -40,13 +40,13 @@ public struct AccessToken: Sendable, Hashable {
     }
 }
 
-extension AccessToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A description that never contains the secret.
     public var description: String {
         if let expiresAt {
-            return "AccessToken(<redacted>, expires \(expiresAt))"
+            return "AuthToken(<redacted>, expires \(expiresAt))"
         }
-        return "AccessToken(<redacted>)"
+        return "AuthToken(<redacted>)"
     }
 
     /// A description that never contains the secret.

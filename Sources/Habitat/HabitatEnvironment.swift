@@ -2,14 +2,14 @@ public import Foundation
 
 /// The whole world an app runs in, as one value.
 ///
-/// An environment carries the app's services, the signed-in ``Session`` (or `nil` when nobody is
+/// An environment carries the app's services, the signed-in ``UserSession`` (or `nil` when nobody is
 /// logged in), the app's configuration, and the values that make code hard to test when read
 /// from the system directly: the current date, the calendar, locale and time zone, and a UUID
 /// generator. Because it is a value, a test builds the world it needs with a few updaters and
 /// nothing leaks out of it:
 ///
 /// ```swift
-/// let live = Environment<MyApp>(services: .live, config: .default)
+/// let live = HabitatEnvironment<MyApp>(services: .live, config: .default)
 /// let test = live
 ///     .with(\.services, .mock)
 ///     .with(\.locale, Locale(identifier: "en_US_POSIX"))
@@ -18,11 +18,11 @@ public import Foundation
 ///
 /// An app usually keeps its environments in an ``EnvironmentStack`` and reads
 /// `AppEnvironment.current`.
-public struct Environment<App: EnvironmentSchema>: Sendable {
+public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// The app's dependencies: API client, analytics, storage.
     public var services: App.Services
     /// The signed-in session, or `nil` when logged out.
-    public var session: Session<App.User>?
+    public var session: UserSession<App.User>?
     /// The app's configuration.
     public var config: App.Config
     /// Returns the current date. Replace it to freeze or move time in tests.
@@ -53,7 +53,7 @@ public struct Environment<App: EnvironmentSchema>: Sendable {
     public init(
         services: App.Services,
         config: App.Config,
-        session: Session<App.User>? = nil,
+        session: UserSession<App.User>? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         calendar: Calendar = .autoupdatingCurrent,
         locale: Locale = .autoupdatingCurrent,

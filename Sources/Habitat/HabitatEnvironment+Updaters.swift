@@ -1,6 +1,6 @@
 /// Values that can return changed copies of themselves through key paths.
 ///
-/// ``Environment`` conforms; conform your own value types (a user, a configuration) to get the
+/// ``HabitatEnvironment`` conforms; conform your own value types (a user, a configuration) to get the
 /// same updaters on them. The requirements have default implementations, so conforming is one
 /// line:
 ///
@@ -70,4 +70,4 @@ extension Updatable {
     }
 }
 
-extension Environment: Updatable {}
+extension HabitatEnvironment: Updatable {}

@@ -1,15 +1,15 @@
-extension Environment {
+extension HabitatEnvironment {
     /// Returns this environment with `user` signed in.
     ///
     /// The new session is ``AuthState/authenticated``, and ``SessionDependent`` services receive
-    /// the token. Logging in while someone else is logged in switches to the new user.
+    /// the session. Logging in while someone else is logged in switches to the new user.
     ///
     /// - Parameters:
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
     /// - Returns: A copy with the new session.
     @inlinable
-    public func loggingIn(user: App.User, token: AccessToken) -> Self {
+    public func loggingIn(user: App.User, token: AuthToken) -> Self {
         var copy = self
         copy.logIn(user: user, token: token)
         return copy
@@ -17,7 +17,7 @@ extension Environment {
 
     /// Returns this environment with nobody signed in.
     ///
-    /// ``SessionDependent`` services are told the token is gone.
+    /// ``SessionDependent`` services are told nobody is signed in.
     /// - Returns: A copy without a session.
     @inlinable
     public func loggingOut() -> Self {
@@ -41,16 +41,16 @@ extension Environment {
 
     /// Signs `user` in, in place; see ``loggingIn(user:token:)``.
     @inlinable
-    mutating func logIn(user: App.User, token: AccessToken) {
-        session = Session(user: user, token: token, state: .authenticated)
-        applySessionToken(token)
+    mutating func logIn(user: App.User, token: AuthToken) {
+        session = UserSession(user: user, token: token, state: .authenticated)
+        applySession()
     }
 
     /// Signs the current user out, in place; see ``loggingOut()``.
     @inlinable
     mutating func logOut() {
         session = nil
-        applySessionToken(nil)
+        applySession()
     }
 
     /// Replaces the signed-in user, in place; see ``updatingCurrentUser(_:)``.
@@ -58,5 +58,14 @@ extension Environment {
     mutating func updateCurrentUser(_ user: App.User) throws(SessionError) {
         guard session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
         session?.user = user
+        applySession()
+    }
+}
+
+extension HabitatEnvironment {
+    /// Tells the services about the session now (see ``EnvironmentSchema/services(_:for:)``).
+    @inlinable
+    mutating func applySession() {
+        services = App.services(services, for: session)
     }
 }

@@ -2,12 +2,12 @@ public import Foundation
 
 /// Who is signed in, with which credential, and how sure the app is that it still holds.
 ///
-/// An ``Environment`` has a session while a user is logged in and `nil` otherwise.
-public struct Session<User: Sendable>: Sendable {
+/// An ``HabitatEnvironment`` has a session while a user is logged in and `nil` otherwise.
+public struct UserSession<User: Sendable>: Sendable {
     /// The signed-in user.
     public var user: User
     /// The credential the app sends to its server.
-    public var token: AccessToken
+    public var token: AuthToken
     /// Whether the session came from a fresh login or from disk, not yet confirmed.
     public var state: AuthState
 
@@ -17,7 +17,7 @@ public struct Session<User: Sendable>: Sendable {
     ///   - token: The credential.
     ///   - state: ``AuthState/authenticated`` for a fresh login (the default), or
     ///     ``AuthState/restored`` for one read back from disk.
-    public init(user: User, token: AccessToken, state: AuthState = .authenticated) {
+    public init(user: User, token: AuthToken, state: AuthState = .authenticated) {
         self.user = user
         self.token = token
         self.state = state
@@ -31,8 +31,8 @@ public struct Session<User: Sendable>: Sendable {
     }
 }
 
-extension Session: Equatable where User: Equatable {}
-extension Session: Hashable where User: Hashable {}
+extension UserSession: Equatable where User: Equatable {}
+extension UserSession: Hashable where User: Hashable {}
 
 /// How a session came to be, and so how far the app can trust it.
 public enum AuthState: String, Sendable, Hashable, Codable, CaseIterable {

@@ -1,0 +1,83 @@
+public import Observation
+
+/// The parts of a stack's current environment that screens show, as an `@Observable` object:
+/// the session (who is signed in, and how sure the app is of it) and the configuration.
+///
+/// A SwiftUI view that reads ``currentUser``, ``session``, ``isLoggedIn`` or ``config`` redraws
+/// when a login, a logout, a user update, a refresh, a restore or a configuration change
+/// happens on the stack, with no glue code:
+///
+/// <!-- not compiled: SwiftUI exists only on Apple platforms -->
+/// ```swift
+/// @main struct MyApp: App {
+///     @State private var environment = ObservableEnvironment(AppEnvironment)
+///     var body: some Scene {
+///         WindowGroup { RootView().environment(environment) }
+///     }
+/// }
+///
+/// struct RootView: View {
+///     @Environment(ObservableEnvironment<MyApp>.self) private var environment
+///     var body: some View {
+///         if let user = environment.currentUser { HomeView(user: user) } else { LoginView() }
+///     }
+/// }
+/// ```
+///
+/// It follows the stack through ``EnvironmentStack/changes``, on the main actor, in order. Made
+/// inside a ``EnvironmentStack/withEnvironment(_:operation:)-(_,()->R)`` scope, it follows the
+/// scope's stack until the scope ends. Services are not mirrored: read them from the stack.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+@MainActor @Observable
+public final class ObservableEnvironment<App: EnvironmentSchema> {
+    /// The signed-in session, or `nil` when logged out. Its token never prints.
+    public private(set) var session: UserSession<App.User>?
+    /// The app's configuration.
+    public private(set) var config: App.Config
+
+    /// The signed-in user, or `nil` when logged out.
+    public var currentUser: App.User? { session?.user }
+    /// Whether a user is signed in.
+    public var isLoggedIn: Bool { session != nil }
+    /// Whether the session is ``AuthState/restored`` from disk and not yet confirmed.
+    public var isRestored: Bool { session?.state == .restored }
+
+    private let subscription = Subscription()
+
+    /// Starts following `stack`'s current environment.
+    /// - Parameter stack: The app's stack, usually its global `AppEnvironment`.
+    public init(_ stack: EnvironmentStack<App>) {
+        // NB: subscribe before reading, so no change falls between the two; a change already
+        // seen is applied again, to the same values.
+        let changes = stack.changes
+        let current = stack.current
+        session = current.session
+        config = current.config
+        subscription.start(Task { [weak self] in
+            for await change in changes {
+                guard let self else { return }
+                self.session = change.new.session
+                self.config = change.new.config
+            }
+        })
+    }
+
+    deinit {
+        subscription.cancel()
+    }
+
+    /// The task that follows the stack; cancelled when the object goes.
+    // Safe: `task` is only read and written with `lock` held.
+    private final class Subscription: @unchecked Sendable {
+        private let lock = Lock()
+        private var task: Task<Void, Never>?
+
+        func start(_ task: Task<Void, Never>) {
+            lock.withLock { self.task = task }
+        }
+
+        func cancel() {
+            lock.withLock { task }?.cancel()
+        }
+    }
+}
