@@ -10,7 +10,6 @@ let package = Package(
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
         .library(name: "HabitatTesting", targets: ["HabitatTesting"]),
         .executable(name: "habitat-demo", targets: ["SessionDemo"]),
-        .executable(name: "habitat-tour", targets: ["HabitatTour"]),
     ],
     dependencies: [],
     targets: [
@@ -22,7 +21,6 @@ let package = Package(
         // Mocks and test helpers; the only target that imports XCTest and Testing.
         .target(name: "HabitatTesting", dependencies: ["Habitat"]),
 
-        .executableTarget(name: "HabitatTour", dependencies: ["Habitat"], path: "Examples/HabitatTour"),
         .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
@@ -63,12 +61,12 @@ let package = Package(
             path: "Examples/MainActorApp/Tests/MainActorAppXCTests"
         ),
 
-        .executableTarget(name: "HabitatStoreWorker", dependencies: ["Habitat"], path: "Tests/HabitatStoreWorker"),
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatStoreWorker"]),
+        // NB: tests that need a child process run a fixture test of the test bundle itself
+        // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
-        .executableTarget(name: "HabitatTestingProbe", dependencies: ["HabitatTesting"], path: "Tests/HabitatTestingProbe"),
-        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting", "HabitatTestingProbe"]),
+        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting"]),
 
         // Habitat's names beside the names an iOS app imports at the same time: modules that
         // stand in for SwiftUI, Alamofire, the Facebook SDK and IssueReporting, and a test that

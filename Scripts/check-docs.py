@@ -84,6 +84,11 @@ def main():
         relative = doc.relative_to(ROOT)
         library, program, tests = OUT / name, OUT / f"{name}Program", OUT / f"{name}Tests"
         statements = []
+        # A document is one program: every file of it sees the imports its blocks show.
+        imports = sorted({m for _, code, skip in found if not skip for m in re.findall(r"^import \w+$", code, re.M)})
+        if not imports and any(not skip for _, _, skip in found):
+            sys.exit(f"check-docs: {relative} shows no import; its first code block should say what to import")
+        prelude = "\n".join(imports) + "\n"
         support = ROOT / "Docs" / "Support" / f"{doc.stem}.swift"
         if support.exists():
             library.mkdir(exist_ok=True)
@@ -97,24 +102,20 @@ def main():
             what = kind(code)
             if what == "declarations":
                 library.mkdir(exist_ok=True)
-                (library / f"Block{number:02}.swift").write_text(header + code + "\n")
+                (library / f"Block{number:02}.swift").write_text(prelude + header + code + "\n")
             elif what == "statements":
                 statements.append(header + code)
             else:
                 tests.mkdir(exist_ok=True)
-                (tests / f"Block{number:02}.swift").write_text(f"@testable import {name}\n" + header + code + "\n")
+                (tests / f"Block{number:02}.swift").write_text(f"@testable import {name}\n" + prelude + header + code + "\n")
         if not library.exists():
             library.mkdir()
             (library / "Empty.swift").write_text("// This document declares nothing of its own.\n")
         targets.append(f'        .target(name: "{name}", dependencies: [habitat, testing], path: "{name}"),')
         if statements:
             program.mkdir(exist_ok=True)
-            body = "\n\n".join(statements)
-            imports = sorted(set(re.findall(r"^import \w+$", body, re.M)))
-            body = re.sub(r"^import \w+$\n?", "", body, flags=re.M)
-            (program / "main.swift").write_text(
-                f"@testable import {name}\n" + "\n".join(imports) + "\n\n" + body + "\n"
-            )
+            body = re.sub(r"^import \w+$\n?", "", "\n\n".join(statements), flags=re.M)
+            (program / "main.swift").write_text(f"@testable import {name}\n" + prelude + "\n" + body + "\n")
             targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}", habitat], path: "{name}Program"),')
             programs.append(f"{name}Program")
         if tests.exists():
@@ -148,9 +149,16 @@ let package = Package(
             sys.exit(f"check-docs: `{' '.join(command)}` failed")
 
     run("swift", "build", "--build-tests", "-Xswiftc", "-warnings-as-errors")
+    # NB: the programs save sessions where apps do (Application Support, which is $XDG_DATA_HOME
+    # on Linux): give them a home of their own rather than the user's.
+    home = OUT / "home"
+    home.mkdir(exist_ok=True)
+    os.environ["HOME"] = str(home)
+    os.environ["XDG_DATA_HOME"] = str(home / "data")
     for program in programs:
         run("swift", "run", "--skip-build", program)
     run("swift", "test", "--skip-build")
+    print(f"docs: {total - len(skipped)} blocks compiled without warnings; {len(programs)} programs ran; the tests passed")
 
 
 if __name__ == "__main__":

@@ -4,11 +4,17 @@
 //     swift run habitat-demo [--store DIR] login NAME [--token TOKEN]
 //     swift run habitat-demo [--store DIR] status
 //     swift run habitat-demo [--store DIR] logout
+//     swift run habitat-demo tour                     # the rest of the core API
 
 import Foundation
 import SessionDemoKit
 
-let result = SessionDemo.run(Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments == ["tour"] {
+    try await runTour()
+    exit(0)
+}
+let result = SessionDemo.run(arguments, environment: ProcessInfo.processInfo.environment)
 FileHandle.standardOutput.write(Data(result.output.utf8))
 FileHandle.standardError.write(Data(result.errors.utf8))
 exit(result.status)

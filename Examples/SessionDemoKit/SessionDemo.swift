@@ -55,7 +55,7 @@ public enum SessionDemo {
         }
     }
 
-    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout | help)"
+    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout | tour | help)"
 
     /// What `habitat-demo --help` prints: the commands, the options and where the session is
     /// kept by default.
@@ -69,6 +69,7 @@ public enum SessionDemo {
           login NAME     log NAME in (the pretend server hands out a token) and save the session
           status         say who is logged in, as restored at this launch
           logout         log out and delete the token from disk
+          tour           tour the rest of the core API: push and pop, scopes, the change stream
           help           show this help (also --help, -h)
           (none)         walk through login, status and logout in a temporary directory
 
@@ -99,6 +100,10 @@ public enum SessionDemo {
         }
         guard let name = rest.first else {
             return walkthrough(environment: environment)
+        }
+        if name == "tour" {
+            // NB: the tour is async and uses globals of its own; it lives in the executable.
+            return usageError("tour runs in the habitat-demo executable")
         }
         guard let command = Command(rawValue: name) else {
             return usageError("unknown command '\(name)'")

@@ -66,7 +66,8 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     public static let configUpdated = Self("configUpdated")
     /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:)``).
     public static let restore = Self("restore")
-    /// A restored session was refreshed (see ``EnvironmentStack/refreshSession(using:)``).
+    /// A restored session was refreshed (see
+    /// ``EnvironmentStack/refreshSession(isolation:using:)``).
     public static let refresh = Self("refresh")
 
     /// The kind's name.

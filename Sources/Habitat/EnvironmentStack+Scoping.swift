@@ -2,10 +2,10 @@ extension EnvironmentStack {
     /// Runs `operation` with a changed environment, for the calling task and its child tasks only.
     ///
     /// Inside `operation`, ``current`` is a copy of the current environment changed by `change`.
-    /// It is the base of a stack of the scope's own: ``push(_:)``, ``pop()``, ``login(user:token:)``,
-    /// ``logout()`` and the updates act on it, never on the stack outside or on another task's
-    /// scope. When `operation` returns or throws, all of it is gone and the outside is exactly as
-    /// it was. Scopes nest.
+    /// It is the base of a stack of the scope's own: ``push(_:)-(HabitatEnvironment<App>)``,
+    /// ``pop()``, ``login(user:token:)``, ``logout()`` and the updates act on it, never on the
+    /// stack outside or on another task's scope. When `operation` returns or throws, all of it is
+    /// gone and the outside is exactly as it was. Scopes nest.
     ///
     /// ```swift
     /// let greeting = AppEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
@@ -75,7 +75,8 @@ extension EnvironmentStack {
     /// Runs the asynchronous `operation` with a changed environment, for the calling task and
     /// the child tasks it starts (`async let`, task groups, `Task {}`) only.
     ///
-    /// See ``withEnvironment(_:operation:)-(_,()->R)`` for what a scope is.
+    /// See ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` for what a scope
+    /// is.
     ///
     /// ```swift
     /// @Test func showsTheUsersName() async throws {

@@ -4,11 +4,14 @@ public import _HabitatShims
 ///
 /// An app keeps one stack in a global `let` (conventionally named `AppEnvironment`) and reads
 /// ``current`` wherever it needs a service, the user or the configuration. Tests and previews
-/// ``push(_:)`` a changed world and ``pop()`` it afterwards, or, better, change it for one
-/// task with ``withEnvironment(_:operation:)-(_,()->R)`` so parallel tests never meet.
+/// ``push(_:)-(HabitatEnvironment<App>)`` a changed world and ``pop()`` it afterwards, or, better,
+/// change it for one task with
+/// ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` so parallel tests never
+/// meet.
 ///
 /// ```swift
-/// let AppEnvironment = EnvironmentStack<MyApp>(HabitatEnvironment(services: .live, config: .default))
+/// let AppEnvironment = EnvironmentStack<MyApp>(HabitatEnvironment(services: .live, config:
+/// .default))
 ///
 /// AppEnvironment.login(user: account, token: AuthToken("s3cr3t"))
 /// let name = AppEnvironment.current.currentUser?.name
@@ -21,10 +24,11 @@ public import _HabitatShims
 /// a half-applied transition. Reading ``current`` takes no lock and allocates nothing.
 ///
 /// ### Scopes
-/// Inside ``withEnvironment(_:operation:)-(_,()->R)`` the stack acts on a stack of the scope's
-/// own, for the calling task and its child tasks only: ``current`` is the scope's top, and
-/// ``push(_:)``, ``pop()``, ``login(user:token:)``, ``logout()`` and the updates change the
-/// scope's stack, never the global one or another task's. When the scope ends, they are gone.
+/// Inside ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` the stack acts on a
+/// stack of the scope's own, for the calling task and its child tasks only: ``current`` is the
+/// scope's top, and ``push(_:)-(HabitatEnvironment<App>)``, ``pop()``, ``login(user:token:)``,
+/// ``logout()`` and the updates change the scope's stack, never the global one or another task's.
+/// When the scope ends, they are gone.
 // Safe: every stored property is immutable. The two raw pointers point into the atomic
 // words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
 // read with atomic loads. All mutable state lives in `StackState`, behind its lock.
@@ -54,7 +58,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
 
     /// Creates a stack whose base is `base`.
     ///
-    /// The base can be replaced (``replaceCurrent(_:)``) but never popped.
+    /// The base can be replaced (``replaceCurrent(_:)-(HabitatEnvironment<App>)``) but never
+    /// popped.
     /// - Parameter base: The environment at the bottom of the stack.
     public init(_ base: HabitatEnvironment<App>) {
         id = stackIDSource.add(1)

@@ -18,6 +18,10 @@ public import Habitat
 /// - Parameters:
 ///   - stack: The stack to watch.
 ///   - kinds: The kinds of change expected, in order.
+///   - fileID: Where the failure is attributed: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 ///   - operation: The work to watch.
 /// - Returns: The observed changes, for further checks.
 @discardableResult
@@ -53,6 +57,10 @@ public func expectChanges<App: EnvironmentSchema, R>(
 /// - Parameters:
 ///   - stack: The stack to watch.
 ///   - user: The user who should be logged in afterwards.
+///   - fileID: Where the failure is attributed: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 ///   - operation: The work to watch.
 public func expectLogin<App: EnvironmentSchema, R>(
     in stack: EnvironmentStack<App>,

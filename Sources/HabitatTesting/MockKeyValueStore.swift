@@ -1,7 +1,7 @@
 public import Foundation
 public import Habitat
 
-/// A ``KeyValueStore`` for tests that records every operation in order and can be told to fail.
+/// A `KeyValueStore` for tests that records every operation in order and can be told to fail.
 ///
 /// ```swift
 /// let store = MockKeyValueStore()
@@ -78,7 +78,7 @@ public final class MockKeyValueStore: KeyValueStore, Sendable {
     }
 }
 
-/// A ``SecretStore`` for tests that records every operation in order and can be told to fail.
+/// A `SecretStore` for tests that records every operation in order and can be told to fail.
 ///
 /// The log records which keys were read, written or deleted, never the secrets.
 public final class MockSecretStore: SecretStore, Sendable {
@@ -105,7 +105,7 @@ public final class MockSecretStore: SecretStore, Sendable {
 
     /// Whether any held secret is or contains `secret`.
     ///
-    /// A ``SessionStore`` keeps the token inside a small record that pairs it with its snapshot,
+    /// A `SessionStore` keeps the token inside a small record that pairs it with its snapshot,
     /// so this looks for the bytes anywhere in each held value.
     /// - Parameter secret: The secret to look for.
     /// - Returns: `true` when some key holds these bytes.

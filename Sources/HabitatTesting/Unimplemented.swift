@@ -58,7 +58,13 @@ public func unimplementedEndpoint<each Argument, Result>(
 
 /// A synchronous throwing endpoint that fails the current test when called.
 ///
-/// See ``unimplementedEndpoint(_:fileID:filePath:line:column:)-(_,_,_,_,_)``.
+/// See the asynchronous `unimplementedEndpoint(_:)` above for how to use it.
+/// - Parameters:
+///   - name: The endpoint's name.
+///   - fileID: Where the endpoint was declared: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 /// - Returns: A closure that reports the failure and throws ``UnimplementedError``.
 public func unimplementedEndpoint<each Argument, Result>(
     _ name: String,
@@ -78,6 +84,10 @@ public func unimplementedEndpoint<each Argument, Result>(
 /// - Parameters:
 ///   - name: The endpoint's name.
 ///   - placeholder: What to return after reporting the failure.
+///   - fileID: Where the endpoint was declared: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 /// - Returns: A closure that reports the failure and returns the placeholder.
 public func unimplementedEndpoint<each Argument, Result: Sendable>(
     _ name: String,
@@ -98,6 +108,10 @@ public func unimplementedEndpoint<each Argument, Result: Sendable>(
 /// - Parameters:
 ///   - name: The endpoint's name.
 ///   - placeholder: What to return after reporting the failure.
+///   - fileID: Where the endpoint was declared: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 /// - Returns: A closure that reports the failure and returns the placeholder.
 public func unimplementedEndpoint<each Argument, Result: Sendable>(
     _ name: String,
@@ -114,7 +128,12 @@ public func unimplementedEndpoint<each Argument, Result: Sendable>(
 }
 
 /// An asynchronous endpoint that returns nothing: it fails the current test when called.
-/// - Parameter name: The endpoint's name.
+/// - Parameters:
+///   - name: The endpoint's name.
+///   - fileID: Where the endpoint was declared: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 /// - Returns: A closure that reports the failure.
 public func unimplementedEndpoint<each Argument>(
     _ name: String,
@@ -130,7 +149,12 @@ public func unimplementedEndpoint<each Argument>(
 
 /// A synchronous endpoint that returns nothing, such as an analytics call: it fails the
 /// current test when called.
-/// - Parameter name: The endpoint's name.
+/// - Parameters:
+///   - name: The endpoint's name.
+///   - fileID: Where the endpoint was declared: the caller's file, by default.
+///   - filePath: The caller's file path, by default.
+///   - line: The caller's line, by default.
+///   - column: The caller's column, by default.
 /// - Returns: A closure that reports the failure.
 public func unimplementedEndpoint<each Argument>(
     _ name: String,

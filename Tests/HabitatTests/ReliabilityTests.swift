@@ -10,8 +10,6 @@ import Darwin
 
 /// Crashes, concurrent processes and hostile input against the file store and snapshots.
 @Suite struct ReliabilityTests {
-    var worker: URL { productsDirectory().appendingPathComponent("HabitatStoreWorker") }
-
     /// The crash harness: a child saves sessions in a loop (a new user and token every round,
     /// a logout every seventh) and is killed with SIGKILL at a random moment, 100 times. After
     /// every kill, the next launch finds:
@@ -19,15 +17,14 @@ import Darwin
     /// - the last save the child acknowledged, or the one it was making, never an older one;
     /// - no temporary file once the stores are open again;
     /// and after a final logout no file holds any token.
-    @Test func aKilledSaverNeverMixesSessionsOrLosesAnAcknowledgedSave() throws {
+    @Test(.enabled(if: canRunFixtures))
+    func aKilledSaverNeverMixesSessionsOrLosesAnAcknowledgedSave() throws {
         let directory = try TemporaryDirectory()
         var generator = SplitMix(seed: 42)
         var killedMidSave = 0
         for kill in 1...100 {
             let first = kill * 100_000
-            let process = Process()
-            process.executableURL = worker
-            process.arguments = ["save-loop", directory.path, "\(first)"]
+            let process = storeWorker("save-loop", directory.path, "\(first)")
             let output = Pipe()
             process.standardOutput = output
             try process.run()
@@ -81,13 +78,12 @@ import Darwin
     }
 
     /// Two processes write different keys to one file at once, 1,000 each: no key is lost.
-    @Test func twoProcessesNeverLoseEachOthersKeys() throws {
+    @Test(.enabled(if: canRunFixtures))
+    func twoProcessesNeverLoseEachOthersKeys() throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("shared.json")
         let writers = try ["left", "right"].map { prefix in
-            let process = Process()
-            process.executableURL = worker
-            process.arguments = ["write-keys", file.path, prefix, "1000"]
+            let process = storeWorker("write-keys", file.path, prefix, "1000")
             try process.run()
             return process
         }

@@ -45,13 +45,3 @@ func permissions(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }
-
-/// The directory that holds the built products (the test bundle and the executables).
-func productsDirectory() -> URL {
-    #if os(macOS)
-    for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-        return bundle.bundleURL.deletingLastPathComponent()
-    }
-    #endif
-    return Bundle.main.bundleURL
-}

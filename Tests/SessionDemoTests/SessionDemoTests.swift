@@ -144,4 +144,22 @@ import Testing
         #expect(result.output.contains("default: /home/ada/.local/share/habitat-demo"), "the default store location is said")
         #endif
     }
+
+    /// `habitat-demo tour` walks through the rest of the core API and ends with the change
+    /// stream's record of every step.
+    @Test func theTourRunsToTheEnd() throws {
+        let result = try launch(["tour"])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output.contains("mocked:    api=mock"))
+        #expect(result.output.contains("pop base:  refused, the base stays"))
+        #expect(result.output.contains("in scope:  api=live, user=nobody, locale=fr_FR"))
+        let changes = result.output.split(separator: "\n").filter { $0.hasPrefix("  #") }
+        #expect(changes.count == 8, "the change stream saw every step: \(result.output)")
+    }
+
+    @Test func theTourIsOnlyInTheExecutable() {
+        let result = SessionDemo.run(["tour"], environment: [:])
+        #expect(result.status == 2)
+        #expect(result.errors.hasPrefix("habitat-demo: tour runs in the habitat-demo executable\n"))
+    }
 }

@@ -25,8 +25,9 @@ public import Observation
 /// ```
 ///
 /// It follows the stack through ``EnvironmentStack/changes``, on the main actor, in order. Made
-/// inside a ``EnvironmentStack/withEnvironment(_:operation:)-(_,()->R)`` scope, it follows the
-/// scope's stack until the scope ends. Services are not mirrored: read them from the stack.
+/// inside a ``EnvironmentStack/withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)``
+/// scope, it follows the scope's stack until the scope ends. Services are not mirrored: read them
+/// from the stack.
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor @Observable
 public final class ObservableEnvironment<App: EnvironmentSchema> {

@@ -44,8 +44,9 @@ extension EnvironmentStack {
     /// ``logout()``, user or configuration update, and session refresh on the global stack.
     ///
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
-    /// made inside a ``withEnvironment(_:operation:)-(_,()->R)`` scope are never saved either.
-    /// Each save writes the stack's current state, so saves that race end with the latest.
+    /// made inside a ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` scope
+    /// are never saved either. Each save writes the stack's current state, so saves that race end
+    /// with the latest.
     ///
     /// ```swift
     /// AppEnvironment.enableAutosave(to: sessions) { error in

@@ -11,9 +11,9 @@ extension EnvironmentStack {
 
     /// Restores a saved session and configuration into the current environment.
     ///
-    /// The restored session is ``AuthState/restored`` until ``refreshSession(using:)`` confirms
-    /// it; ``SessionDependent`` services receive its token. When nothing was saved, the stack
-    /// is unchanged. When the saved app was logged out, the configuration is restored and
+    /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:using:)``
+    /// confirms it; ``SessionDependent`` services receive its token. When nothing was saved, the
+    /// stack is unchanged. When the saved app was logged out, the configuration is restored and
     /// nobody is logged in. Observers see one change of kind ``EnvironmentChangeKind/restore``.
     ///
     /// ```swift

@@ -4,8 +4,8 @@
 /// When an app's `Services` type conforms, every transition that changes the session hands the
 /// new session to ``sessionChanged(to:)`` on the new environment's services, in the same atomic
 /// step: ``EnvironmentStack/login(user:token:)``, ``EnvironmentStack/logout()`` (with `nil`),
-/// ``EnvironmentStack/updateCurrentUser(_:)``, a refresh and a restore. No reader ever sees a
-/// session whose services still know the previous one.
+/// ``EnvironmentStack/updateCurrentUser(_:)-(App.User)``, a refresh and a restore. No reader ever
+/// sees a session whose services still know the previous one.
 ///
 /// ```swift
 /// struct AppServices: SessionDependent, Sendable {
