@@ -81,7 +81,7 @@ public final class PlainMutex: @unchecked Sendable {
 
 /// The floor of a stack that threads share: an array of environments behind a mutex, changed
 /// in place, the cheapest correct way.
-// Safe: `frames` is only touched with `mutex` held.
+// Safe: `frames` is only touched with `mutex` held (callers go through the methods).
 public final class LockedArrayStack: @unchecked Sendable {
     public let mutex = PlainMutex()
     public var frames: [HabitatEnvironment<BenchApp>]
@@ -106,6 +106,12 @@ public final class LockedArrayStack: @unchecked Sendable {
         let popped = frames.count > 1 ? frames.removeLast() : nil
         mutex.unlock()
         return popped
+    }
+    /// What login (a session) and logout (`nil`) change, in place on the top frame.
+    @inline(__always) public func replaceSession(_ session: UserSession<BenchUser>?) {
+        mutex.lock()
+        frames[frames.count - 1].session = session
+        mutex.unlock()
     }
 }
 

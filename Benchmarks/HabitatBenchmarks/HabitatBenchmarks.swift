@@ -280,12 +280,8 @@ func registerWrites() {
         let token = AuthToken("t")
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations {
-            locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = UserSession(user: benchUser, token: token)
-            locked.mutex.unlock()
-            locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = nil
-            locked.mutex.unlock()
+            locked.replaceSession(UserSession(user: benchUser, token: token))
+            locked.replaceSession(nil)
         }
         blackHole(locked)
     }

@@ -79,12 +79,8 @@ let operations: [String: (Int) -> Void] = [
     "login-logout-floor": { count in
         let locked = LockedArrayStack(stack.current)
         for _ in 0..<count {
-            locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = UserSession(user: benchUser, token: token)
-            locked.mutex.unlock()
-            locked.mutex.lock()
-            locked.frames[locked.frames.count - 1].session = nil
-            locked.mutex.unlock()
+            locked.replaceSession(UserSession(user: benchUser, token: token))
+            locked.replaceSession(nil)
         }
         sink(locked)
     },

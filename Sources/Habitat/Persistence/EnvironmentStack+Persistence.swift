@@ -40,7 +40,8 @@ extension EnvironmentStack {
         return snapshot
     }
 
-    /// Confirms the current session with the server, or ends it.
+    /// Confirms the current session with the server, or ends it; concurrent calls share one
+    /// request.
     ///
     /// `refresh` receives the current session (typically ``AuthState/restored`` after a launch)
     /// and returns a new token, optionally with fresh user data, or says the session is gone.
@@ -57,6 +58,16 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
+    /// **One request at a time.** Servers that rotate refresh tokens revoke a session whose old
+    /// token is used twice, so two requests that both see an expired token must not both
+    /// refresh. While one call refreshes a session, every other call for the same session and
+    /// the same stack (or the same scope) waits for it instead of calling its own `refresh`, and
+    /// then returns the same outcome. The answer is applied, and saved when autosave is on,
+    /// before any of them resumes. When the leading `refresh` throws, the waiting calls throw
+    /// the same error if their own `refresh` could throw it; otherwise (and when the leader was
+    /// cancelled) the next one refreshes. A waiting call that is cancelled keeps waiting: the
+    /// request it shares goes on for the others.
+    ///
     /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
     /// that touches its own state.
     ///
@@ -64,29 +75,126 @@ extension EnvironmentStack {
     ///   - isolation: The actor `refresh` runs on; the caller's, by default.
     ///   - refresh: Asks the server about the session.
     /// - Returns: What happened.
-    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
-    public func refreshSession(
+    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
+    ///   unchanged then.
+    public func refreshSession<E: Error>(
         isolation: isolated (any Actor)? = #isolation,
-        using refresh: (UserSession<App.User>) async throws -> SessionRefresh<App.User>
-    ) async rethrows -> SessionRefreshOutcome {
-        guard let session = current.session else { return .notLoggedIn }
-        let expired = session.isExpired(at: current.now())
-        let answer = try await refresh(session)
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome {
+        try await refreshSession(expecting: nil, isolation: isolation, using: refresh)
+    }
+
+    /// ``refreshSession(isolation:using:)``, but only while the session's token is `expected`
+    /// (when given): a caller that judged a token expiring doesn't refresh its successor.
+    private func refreshSession<E: Error>(
+        expecting expected: AuthToken?,
+        isolation: isolated (any Actor)?,
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome {
+        while true {
+            guard let session = current.session else { return .notLoggedIn }
+            if let expected, session.token != expected { return .superseded }
+            let expired = session.isExpired(at: current.now())
+            let key = RefreshFlights.Key(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
+            switch await RefreshFlights.shared.join(key, as: App.User.self) {
+            case .lead:
+                // NB: a refresh that landed between reading the session and joining has already
+                // replaced this token: refreshing it again would use it twice.
+                guard current.session?.token == session.token else {
+                    RefreshFlights.shared.land(key, with: nil, as: App.User.self)
+                    continue
+                }
+                let answer: SessionRefresh<App.User>
+                do throws(E) {
+                    answer = try await refresh(session)
+                } catch {
+                    RefreshFlights.shared.land(key, with: .failure(error), as: App.User.self)
+                    throw error
+                }
+                let outcome = apply(answer, to: session, expired: expired, joined: false)
+                RefreshFlights.shared.land(key, with: .success(answer), as: App.User.self)
+                return outcome
+            case .answer(.success(let answer)):
+                return apply(answer, to: session, expired: expired, joined: true)
+            case .stale:
+                continue
+            case .answer(.failure(let error)):
+                if !(error is CancellationError), let error = error as? E { throw error }
+                // The leader was cancelled, or failed in a way this caller's `refresh` can't
+                // report: the next caller leads.
+                continue
+            }
+        }
+    }
+
+    /// The current session, refreshed first when its token has expired or expires within
+    /// `margin`: what a request about to be signed needs.
+    ///
+    /// ```swift
+    /// func authorizationHeader() async throws -> String? {
+    ///     let session = try await AppEnvironment.validSession { session in
+    ///         .refreshed(token: try await api.refresh(session.token))
+    ///     }
+    ///     return session.map { "Bearer \($0.token.secret)" }
+    /// }
+    /// ```
+    ///
+    /// The refresh is ``refreshSession(isolation:using:)``'s: requests that find the token
+    /// expiring at the same time share one refresh. A token without an expiry date is never
+    /// refreshed here; a ``AuthState/restored`` session that hasn't expired is returned as it is.
+    ///
+    /// - Parameters:
+    ///   - margin: How long before its expiry a token counts as expired; a minute by default.
+    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - refresh: Asks the server about the session.
+    /// - Returns: The session after the refresh, if one was needed; `nil` when nobody is logged
+    ///   in or the refresh ended the session.
+    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    public func validSession<E: Error>(
+        refreshingWithin margin: Duration = .seconds(60),
+        isolation: isolated (any Actor)? = #isolation,
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> UserSession<App.User>? {
+        let environment = current
+        guard let session = environment.session else { return nil }
+        let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
+        guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
+        _ = try await refreshSession(expecting: session.token, isolation: isolation, using: refresh)
+        return current.session
+    }
+
+    /// Applies a refresh's answer about `session` to the calling task's stack. A caller that
+    /// `joined` another's refresh finds the answer already applied when both act on one stack.
+    private func apply(
+        _ answer: SessionRefresh<App.User>,
+        to session: UserSession<App.User>,
+        expired: Bool,
+        joined: Bool
+    ) -> SessionRefreshOutcome {
         var outcome = SessionRefreshOutcome.superseded
-        switch answer {
-        case .refreshed(let token, let user):
-            withActiveState { state in
+        let committed = withActiveState { state in
+            switch answer {
+            case .refreshed(let token, let user):
                 state.update(.refresh) { environment in
+                    // NB: a write may run its change again on a newer top; decide afresh.
+                    outcome = .superseded
+                    if joined, environment.session?.token == token {
+                        outcome = .refreshed
+                        return false
+                    }
                     guard environment.session?.token == session.token else { return false }
                     environment.session = UserSession(user: user ?? session.user, token: token, state: .authenticated)
                     environment.applySession()
                     outcome = .refreshed
                     return true
                 }
-            }
-        case .ended:
-            withActiveState { state in
+            case .ended:
                 state.update(.logout) { environment in
+                    outcome = .superseded
+                    if joined, environment.session == nil {
+                        outcome = .ended(expired: expired)
+                        return false
+                    }
                     guard environment.session?.token == session.token else { return false }
                     outcome = .ended(expired: expired)
                     environment.logOut()
@@ -94,7 +202,7 @@ extension EnvironmentStack {
                 }
             }
         }
-        if outcome != .superseded { didTransition() }
+        if committed { didTransition() }
         return outcome
     }
 }

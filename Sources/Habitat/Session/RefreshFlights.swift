@@ -1,0 +1,71 @@
+/// The session refreshes in flight in this process: one per stack (or scope) and token, so that
+/// concurrent ``EnvironmentStack/refreshSession(isolation:using:)`` calls for one session share
+/// one call to the server.
+///
+/// The first caller leads: it runs its refresh closure, applies the answer to its stack (which
+/// saves it, when autosave is on) and only then hands the answer to the callers that joined
+/// meanwhile. Each of those applies the same answer to its own view of the stack.
+final class RefreshFlights: @unchecked Sendable {
+    static let shared = RefreshFlights()
+
+    /// A stack state (the global stack's, or a scope's) and the token being refreshed.
+    struct Key: Hashable {
+        var state: ObjectIdentifier
+        var token: String
+    }
+
+    /// What a caller that joins gets: the lead, the leader's answer, or word that the session
+    /// had already changed when the leader looked again (ask again).
+    enum Joined<User: Sendable>: Sendable {
+        case lead
+        case answer(Result<SessionRefresh<User>, any Error>)
+        case stale
+    }
+
+    /// The callers waiting for one flight's answer.
+    final class Flight<User: Sendable> {
+        var waiters: [CheckedContinuation<Joined<User>, Never>] = []
+    }
+
+    // Safe: `flights` and every flight's `waiters` are only touched with `lock` held.
+    private let lock = Lock()
+    /// Each value is a `Flight<User>` of the stack's `App.User`; a key's state fixes the type.
+    private var flights: [Key: AnyObject] = [:]
+
+    /// Leads the flight for `key` when none is in the air, or waits for its answer.
+    func join<User: Sendable>(
+        _ key: Key,
+        isolation: isolated (any Actor)? = #isolation,
+        as _: User.Type
+    ) async -> Joined<User> {
+        await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Joined<User>, Never>) in
+            lock.withLock {
+                if let flight = flights[key] {
+                    (flight as! Flight<User>).waiters.append(continuation)
+                } else {
+                    flights[key] = Flight<User>()
+                    continuation.resume(returning: .lead)
+                }
+            }
+        }
+    }
+
+    /// Ends the flight for `key` and hands `answer` (`nil`: stale) to every caller that joined it.
+    func land<User: Sendable>(_ key: Key, with answer: Result<SessionRefresh<User>, any Error>?, as _: User.Type) {
+        let waiters = lock.withLock {
+            flights.removeValue(forKey: key).map { ($0 as! Flight<User>).waiters } ?? []
+        }
+        for waiter in waiters {
+            waiter.resume(returning: answer.map { .answer($0) } ?? .stale)
+        }
+    }
+
+    /// How many callers wait for the refresh of `token` on any stack, or `nil` when none is in
+    /// the air (for tests).
+    func waiterCount<User: Sendable>(token: String, as _: User.Type) -> Int? {
+        lock.withLock {
+            let waiting = flights.filter { $0.key.token == token }.map { ($0.value as! Flight<User>).waiters.count }
+            return waiting.isEmpty ? nil : waiting.reduce(0, +)
+        }
+    }
+}

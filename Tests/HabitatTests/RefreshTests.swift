@@ -1,0 +1,304 @@
+import Foundation
+@testable import Habitat
+import Testing
+
+/// Concurrent refreshes of one session share one request (servers that rotate refresh tokens
+/// revoke a session whose old token is used twice).
+@Suite(.timeLimit(.minutes(1))) struct RefreshTests {
+    /// A logged-in stack whose token is unique to the test, so the tests can count the callers
+    /// waiting for its refresh while other tests run.
+    func loggedInStack() -> (EnvironmentStack<TestApp>, AuthToken) {
+        let token = AuthToken("old-\(UUID().uuidString)")
+        let stack = makeStack()
+        stack.login(user: .ada, token: token)
+        return (stack, token)
+    }
+
+    /// Waits until a refresh of `token` is in the air and `count` callers wait for it.
+    func waitForWaiters(_ count: Int, token: AuthToken) async {
+        while (RefreshFlights.shared.waiterCount(token: token.secret, as: TestUser.self) ?? -1) < count {
+            await Task.yield()
+        }
+    }
+
+    @Test func aHundredConcurrentCallersMakeOneRequest() async throws {
+        let (stack, old) = loggedInStack()
+        let calls = Counter()
+        let release = Gate()
+        let fresh = AuthToken("fresh")
+        let outcomes = await withTaskGroup(of: SessionRefreshOutcome.self) { group in
+            for _ in 0..<100 {
+                group.addTask {
+                    await stack.refreshSession { _ in
+                        calls.increment()
+                        await release.wait()
+                        return .refreshed(token: fresh)
+                    }
+                }
+            }
+            await waitForWaiters(99, token: old)
+            release.open()
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(calls.value == 1)
+        #expect(outcomes.count == 100)
+        #expect(outcomes.allSatisfy { $0 == .refreshed })
+        #expect(stack.current.session?.token == fresh)
+        #expect(stack.current.session?.state == .authenticated)
+        #expect(stack.current.services.tokenChanges == 2, "login, then one refresh")
+    }
+
+    @Test func aFailedRefreshFailsEveryCallerAndChangesNothing() async throws {
+        struct Offline: Error, Equatable {}
+        let (stack, old) = loggedInStack()
+        let calls = Counter()
+        let release = Gate()
+        let results = await withTaskGroup(of: Result<SessionRefreshOutcome, any Error>.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do {
+                        return .success(try await stack.refreshSession { _ in
+                            calls.increment()
+                            await release.wait()
+                            throw Offline()
+                        })
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            await waitForWaiters(19, token: old)
+            release.open()
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(calls.value == 1)
+        #expect(results.allSatisfy { if case .failure(let error) = $0 { error is Offline } else { false } })
+        #expect(stack.current.session?.token == old)
+        #expect(stack.current.session?.state == .authenticated)
+    }
+
+    @Test func anEndedSessionEndsForEveryCaller() async throws {
+        let (stack, old) = loggedInStack()
+        let release = Gate()
+        let calls = Counter()
+        let outcomes = await withTaskGroup(of: SessionRefreshOutcome.self) { group in
+            for _ in 0..<10 {
+                group.addTask {
+                    await stack.refreshSession { _ in
+                        calls.increment()
+                        await release.wait()
+                        return .ended
+                    }
+                }
+            }
+            await waitForWaiters(9, token: old)
+            release.open()
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(calls.value == 1)
+        #expect(outcomes.allSatisfy { $0 == .ended(expired: false) })
+        #expect(stack.current.session == nil)
+    }
+
+    /// A waiting caller whose task is cancelled still gets the shared outcome, and the request
+    /// goes on for the others.
+    @Test func aCancelledWaiterDoesNotCancelTheRequest() async throws {
+        let (stack, old) = loggedInStack()
+        let release = Gate()
+        let leader = Task {
+            await stack.refreshSession { _ in
+                await release.wait()
+                return .refreshed(token: AuthToken("fresh"))
+            }
+        }
+        await waitForWaiters(0, token: old)
+        let waiter = Task {
+            await stack.refreshSession { _ in
+                Issue.record("the waiter must not refresh")
+                return .ended
+            }
+        }
+        await waitForWaiters(1, token: old)
+        waiter.cancel()
+        release.open()
+        #expect(await waiter.value == .refreshed)
+        #expect(await leader.value == .refreshed)
+    }
+
+    /// When the leading call is cancelled and its refresh throws `CancellationError`, a waiting
+    /// call that wasn't cancelled refreshes itself.
+    @Test func aCancelledLeaderHandsTheRequestOn() async throws {
+        let (stack, old) = loggedInStack()
+        let release = Gate()
+        let leader = Task {
+            try await stack.refreshSession { _ in
+                await release.wait()
+                try Task.checkCancellation()
+                return .refreshed(token: AuthToken("never"))
+            }
+        }
+        await waitForWaiters(0, token: old)
+        let waiter = Task {
+            await stack.refreshSession { _ in .refreshed(token: AuthToken("fresh")) }
+        }
+        await waitForWaiters(1, token: old)
+        leader.cancel()
+        release.open()
+        await #expect(throws: CancellationError.self) { try await leader.value }
+        #expect(await waiter.value == .refreshed)
+        #expect(stack.current.session?.token == AuthToken("fresh"))
+    }
+
+    /// Scopes are worlds of their own: two scopes with the same token each make their request.
+    @Test func scopesDoNotShareARequest() async throws {
+        let stack = makeStack()
+        let token = AuthToken("shared-\(UUID().uuidString)")
+        let calls = Counter()
+        let release = Gate()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<2 {
+                group.addTask {
+                    await stack.withEnvironment({ $0 = $0.loggingIn(user: .ada, token: token) }) {
+                        let outcome = await stack.refreshSession { _ in
+                            calls.increment()
+                            await release.wait()
+                            return .refreshed(token: AuthToken("fresh-\(index)"))
+                        }
+                        #expect(outcome == .refreshed)
+                        #expect(stack.current.session?.token == AuthToken("fresh-\(index)"))
+                    }
+                }
+            }
+            while calls.value < 2 { await Task.yield() }
+            release.open()
+        }
+        #expect(calls.value == 2)
+    }
+
+    /// With autosave on, the new token is on disk before any waiting caller resumes.
+    @Test func theNewTokenIsSavedBeforeWaitersResume() async throws {
+        let (stack, old) = loggedInStack()
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
+        stack.enableAutosave(to: sessions)
+        let release = Gate()
+        let leader = Task {
+            await stack.refreshSession { _ in
+                await release.wait()
+                return .refreshed(token: AuthToken("fresh"))
+            }
+        }
+        await waitForWaiters(0, token: old)
+        let waiter = Task { () -> AuthToken? in
+            _ = await stack.refreshSession { _ in .ended }
+            return try? sessions.load()?.session?.token
+        }
+        await waitForWaiters(1, token: old)
+        release.open()
+        #expect(await waiter.value == AuthToken("fresh"))
+        _ = await leader.value
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    // Safe: `count` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+/// A one-way gate: `wait()` returns once `open()` was called.
+final class Gate: @unchecked Sendable {
+    // Safe: `isOpen` and `waiters` are only touched with `lock` held.
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if isOpen {
+                lock.unlock()
+                continuation.resume()
+            } else {
+                waiters.append(continuation)
+                lock.unlock()
+            }
+        }
+    }
+
+    func open() {
+        lock.lock()
+        isOpen = true
+        let waiting = waiters
+        waiters = []
+        lock.unlock()
+        for waiter in waiting { waiter.resume() }
+    }
+}
+
+@Suite struct ValidSessionTests {
+    func stack(expiringIn seconds: TimeInterval?) -> EnvironmentStack<TestApp> {
+        let stack = makeStack()
+        stack.login(user: .ada, token: AuthToken("old-\(UUID().uuidString)", expiresAt: seconds.map { fixedDate.addingTimeInterval($0) }))
+        return stack
+    }
+
+    @Test func aTokenFarFromExpiryIsReturnedWithoutARefresh() async {
+        let stack = stack(expiringIn: 3600)
+        let session = await stack.validSession { _ in
+            Issue.record("no refresh needed")
+            return .ended
+        }
+        #expect(session == stack.current.session)
+        #expect(session != nil)
+    }
+
+    @Test func aTokenWithoutExpiryIsNeverRefreshed() async {
+        let stack = stack(expiringIn: nil)
+        let session = await stack.validSession { _ in
+            Issue.record("no refresh needed")
+            return .ended
+        }
+        #expect(session?.user == .ada)
+    }
+
+    @Test(arguments: [-10.0, 0, 30, 59])
+    func aTokenWithinTheMarginIsRefreshedFirst(_ secondsLeft: TimeInterval) async {
+        let stack = stack(expiringIn: secondsLeft)
+        let fresh = AuthToken("fresh", expiresAt: fixedDate.addingTimeInterval(3600))
+        let session = await stack.validSession(refreshingWithin: .seconds(60)) { _ in .refreshed(token: fresh) }
+        #expect(session?.token == fresh)
+        #expect(session?.state == .authenticated)
+        #expect(stack.current.session?.token == fresh)
+    }
+
+    @Test func anEndedSessionGivesNil() async {
+        let stack = stack(expiringIn: 0)
+        #expect(await stack.validSession { _ in .ended } == nil)
+        #expect(stack.current.session == nil)
+    }
+
+    @Test func nobodyLoggedInGivesNil() async {
+        #expect(await makeStack().validSession { _ in .ended } == nil)
+    }
+
+    @Test func requestsThatFindTheTokenExpiringShareOneRefresh() async {
+        let stack = stack(expiringIn: 5)
+        let calls = Counter()
+        let fresh = AuthToken("fresh", expiresAt: fixedDate.addingTimeInterval(3600))
+        let sessions = await withTaskGroup(of: UserSession<TestUser>?.self) { group in
+            for _ in 0..<50 {
+                group.addTask {
+                    await stack.validSession { _ in
+                        calls.increment()
+                        return .refreshed(token: fresh)
+                    }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(calls.value == 1)
+        #expect(sessions.allSatisfy { $0?.token == fresh })
+    }
+}
