@@ -64,7 +64,7 @@ final class RefreshFlights: @unchecked Sendable {
     /// the air (for tests).
     func waiterCount<User: Sendable>(token: String, as _: User.Type) -> Int? {
         lock.withLock {
-            let waiting = flights.filter { $0.key.token == token }.map { ($0.value as! Flight<User>).waiters.count }
+            let waiting = flights.filter { $0.key.token == token }.compactMap { ($0.value as? Flight<User>)?.waiters.count }
             return waiting.isEmpty ? nil : waiting.reduce(0, +)
         }
     }
