@@ -55,7 +55,7 @@ public enum SessionDemo {
         }
     }
 
-    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | logout | tour | help)"
+    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | refresh | logout | tour | help)"
 
     /// What `habitat-demo --help` prints: the commands, the options and where the session is
     /// kept by default.
@@ -68,6 +68,7 @@ public enum SessionDemo {
         Commands:
           login NAME     log NAME in (the pretend server hands out a token) and save the session
           status         say who is logged in, as restored at this launch
+          refresh        ask the pretend server for a new token for the saved session
           logout         log out and delete the token from disk
           tour           tour the rest of the core API: push and pop, scopes, the change stream
           help           show this help (also --help, -h)
@@ -86,7 +87,7 @@ public enum SessionDemo {
     ///   - arguments: The command line.
     ///   - environment: The process environment, for the default data directory.
     /// - Returns: The exit status and what was printed.
-    public static func run(_ arguments: [String], environment: [String: String]) -> Result {
+    public static func run(_ arguments: [String], environment: [String: String]) async -> Result {
         var result = Result(status: 0, output: "", errors: "")
         var rest = arguments
         var storeDirectory: URL?
@@ -99,7 +100,7 @@ public enum SessionDemo {
             rest.removeSubrange(index...index + 1)
         }
         guard let name = rest.first else {
-            return walkthrough(environment: environment)
+            return await walkthrough(environment: environment)
         }
         if name == "tour" {
             // NB: the tour is async and uses globals of its own; it lives in the executable.
@@ -112,7 +113,11 @@ public enum SessionDemo {
         do {
             let stack = EnvironmentStack<DemoApp>(HabitatEnvironment(services: DemoServices(), config: DemoConfig()))
             let sessions = try sessionStore(in: directory)
-            try stack.restore(from: sessions)
+            // A damaged store must not stop the app: restoreAtLaunch sets a bad file aside and
+            // says so, and the command goes on logged out.
+            if let problem = stack.restoreAtLaunch(from: sessions).problem {
+                result.errors += "habitat-demo: starting logged out: \(problem)\n"
+            }
             switch command {
             case .login:
                 var loginArguments = Array(rest.dropFirst())
@@ -139,6 +144,23 @@ public enum SessionDemo {
                 } else {
                     result.output += "logged out\n"
                 }
+            case .refresh:
+                guard rest.count == 1 else { return usageError("refresh takes no arguments; unexpected '\(rest[1])'") }
+                // The pretend server rotates the token; concurrent refreshes would share this one.
+                let api = stack.current.services.api
+                let now = stack.current.now()
+                let outcome = await stack.refreshSession { session in
+                    .refreshed(token: api.logIn(name: session.user.name, now: now))
+                }
+                switch outcome {
+                case .refreshed:
+                    try stack.save(to: sessions)
+                    result.output += "refreshed the session of \(stack.current.currentUser?.name ?? "?"): a new token, authenticated\n"
+                case .notLoggedIn:
+                    result.output += "logged out: nothing to refresh\n"
+                case .ended, .superseded:
+                    result.output += "the session ended\n"
+                }
             case .logout:
                 guard rest.count == 1 else { return usageError("logout takes no arguments; unexpected '\(rest[1])'") }
                 stack.logout()
@@ -153,7 +175,7 @@ public enum SessionDemo {
     }
 
     private enum Command: String {
-        case login, status, logout
+        case login, status, refresh, logout
     }
 
     /// The session store the demo keeps in `directory`: `session.json` and `secrets/`.
@@ -186,13 +208,13 @@ public enum SessionDemo {
     }
 
     /// login, status, logout and status again, each as a fresh launch, in a temporary store.
-    private static func walkthrough(environment: [String: String]) -> Result {
+    private static func walkthrough(environment: [String: String]) async -> Result {
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("habitat-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         var result = Result(status: 0, output: "A walkthrough in \(directory.path); each step is a fresh launch.\n", errors: "")
         for step in [["login", "Ada"], ["status"], ["logout"], ["status"]] {
-            let run = run(["--store", directory.path] + step, environment: environment)
+            let run = await run(["--store", directory.path] + step, environment: environment)
             result.output += "$ habitat-demo --store DIR \(step.joined(separator: " "))\n" + run.output
             result.errors += run.errors
             if run.status != 0 { result.status = run.status; break }

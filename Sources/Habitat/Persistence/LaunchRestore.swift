@@ -1,0 +1,60 @@
+extension EnvironmentStack {
+    /// Restores the saved session and configuration at launch, and says what happened instead
+    /// of throwing: an app needs no `do`/`catch` to stay alive when the store is damaged.
+    ///
+    /// ```swift
+    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
+    /// if let problem = launch.problem {
+    ///     log("starting logged out: \(problem.localizedDescription)")
+    /// }
+    /// ```
+    ///
+    /// What ``restore(from:)`` restores, it restores. When it can't, the stack stays as it was
+    /// (usually logged out, with the default configuration), and nothing is deleted: a damaged
+    /// file store has been moved aside (``LaunchRestore/setAside(movedTo:problem:)``), and any
+    /// other problem (a newer version, an unreadable store) leaves the stored data untouched
+    /// for a later launch or a newer app (``LaunchRestore/failed(_:)``).
+    ///
+    /// - Parameter sessions: Where to restore from.
+    /// - Returns: What the launch found.
+    @discardableResult
+    public func restoreAtLaunch(from sessions: SessionStore<App>) -> LaunchRestore<App> {
+        do throws(SnapshotError) {
+            guard let snapshot = try restore(from: sessions) else { return .nothingSaved }
+            return .restored(snapshot)
+        } catch {
+            if case .store(.corrupted(_, let movedTo, _)) = error {
+                return .setAside(movedTo: movedTo, problem: error)
+            }
+            return .failed(error)
+        }
+    }
+}
+
+/// What ``EnvironmentStack/restoreAtLaunch(from:)`` found.
+public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
+    /// The saved state is back; its session, if any, is ``AuthState/restored`` until a refresh.
+    case restored(SessionSnapshot<App>)
+    /// Nothing was saved: a first launch, or the store was cleared.
+    case nothingSaved
+    /// The store's file was damaged; it was moved to `movedTo` (for a bug report) and the app
+    /// starts as if nothing was saved.
+    case setAside(movedTo: String, problem: SnapshotError)
+    /// The saved state could not be restored and was left as it is: written by a newer version
+    /// of the app, unreadable right now, or not a valid snapshot.
+    case failed(SnapshotError)
+
+    /// Why nothing was restored, when that was a problem; `nil` after ``restored(_:)`` and
+    /// ``nothingSaved``.
+    public var problem: SnapshotError? {
+        switch self {
+        case .restored, .nothingSaved: nil
+        case .setAside(_, let problem), .failed(let problem): problem
+        }
+    }
+
+    /// The restored snapshot, if any.
+    public var snapshot: SessionSnapshot<App>? {
+        if case .restored(let snapshot) = self { snapshot } else { nil }
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Habitat
+import Testing
+
+/// `restoreAtLaunch(from:)`: a launch that reports what it found and never needs a `catch`.
+@Suite struct LaunchRestoreTests {
+    func fileSessions(in directory: TemporaryDirectory) throws -> SessionStore<TestApp> {
+        SessionStore(
+            store: try JSONFileStore(url: directory.file("session.json")),
+            secrets: try FileSecretStore(directory: directory.file("secrets"))
+        )
+    }
+
+    @Test func aSavedSessionIsRestored() throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try fileSessions(in: directory)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        let stack = makeStack()
+        let launch = stack.restoreAtLaunch(from: sessions)
+        #expect(launch.problem == nil)
+        #expect(launch.snapshot?.session?.user == .ada)
+        #expect(stack.current.session?.state == .restored)
+    }
+
+    @Test func aFirstLaunchFindsNothing() throws {
+        let directory = try TemporaryDirectory()
+        let stack = makeStack()
+        let launch = stack.restoreAtLaunch(from: try fileSessions(in: directory))
+        guard case .nothingSaved = launch else {
+            Issue.record("expected .nothingSaved, got \(launch)")
+            return
+        }
+        #expect(launch.problem == nil)
+        #expect(stack.depth == 1)
+    }
+
+    /// A damaged file is moved aside, the app starts logged out and goes on, and the next save
+    /// writes a good file again.
+    @Test func aDamagedFileIsSetAsideAndTheAppStartsFresh() throws {
+        let directory = try TemporaryDirectory()
+        let garbage = Data("{\"habitat.session\": [1, 2".utf8)
+        try garbage.write(to: directory.file("session.json"))
+        let sessions = try fileSessions(in: directory)
+        let stack = makeStack()
+        let launch = stack.restoreAtLaunch(from: sessions)
+        guard case .setAside(let movedTo, let problem) = launch else {
+            Issue.record("expected .setAside, got \(launch)")
+            return
+        }
+        #expect(movedTo.hasPrefix(directory.file("session.json").path + ".corrupt-"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: movedTo)) == garbage, "kept for a bug report")
+        #expect(launch.problem == problem)
+        #expect(stack.current.session == nil)
+
+        stack.login(user: .grace, token: AuthToken("g"))
+        try stack.save(to: sessions)
+        #expect(makeStack().restoreAtLaunch(from: sessions).snapshot?.session?.user == .grace)
+    }
+
+    /// A snapshot from a newer app version stays as it is, for that version.
+    @Test func aNewerSnapshotIsLeftForANewerApp() throws {
+        let store = InMemoryStore()
+        try SessionStore<TestApp>(store: store, secrets: InMemorySecretStore(), version: 3)
+            .save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        let before = store.contents
+        let stack = makeStack()
+        let launch = stack.restoreAtLaunch(
+            from: SessionStore(store: store, secrets: InMemorySecretStore(), version: 2)
+        )
+        guard case .failed(.unsupportedVersion(_, 3, 2)) = launch else {
+            Issue.record("expected .failed(.unsupportedVersion), got \(launch)")
+            return
+        }
+        #expect(store.contents == before)
+        #expect(stack.current.session == nil)
+    }
+
+    /// A store that can't be read right now is a failure that deletes nothing.
+    @Test func anUnreadableStoreDeletesNothing() throws {
+        let store = InMemoryStore()
+        let secrets = InMemorySecretStore()
+        try SessionStore<TestApp>(store: store, secrets: secrets).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        let before = store.contents
+        let launch = makeStack().restoreAtLaunch(from: SessionStore(store: store, secrets: FailingSecretStore()))
+        guard case .failed(.store(.injected)) = launch else {
+            Issue.record("expected .failed(.store), got \(launch)")
+            return
+        }
+        #expect(store.contents == before)
+        #expect(try SessionStore<TestApp>(store: store, secrets: secrets).load()?.session?.user == .ada)
+    }
+}
