@@ -21,6 +21,19 @@ import Testing
         }
     }
 
+    /// Starts a refresh that answers a "fresh" token once `release` opens, and returns once it
+    /// is in the air.
+    func startLeader(on stack: EnvironmentStack<TestApp>, token: AuthToken, until release: Gate) async -> Task<SessionRefreshOutcome, Never> {
+        let leader = Task {
+            await stack.refreshSession { _ in
+                await release.wait()
+                return .refreshed(token: AuthToken("fresh"))
+            }
+        }
+        await waitForWaiters(0, token: token)
+        return leader
+    }
+
     @Test func aHundredConcurrentCallersMakeOneRequest() async throws {
         let (stack, old) = loggedInStack()
         let calls = Counter()
@@ -105,13 +118,7 @@ import Testing
     @Test func aCancelledWaiterDoesNotCancelTheRequest() async throws {
         let (stack, old) = loggedInStack()
         let release = Gate()
-        let leader = Task {
-            await stack.refreshSession { _ in
-                await release.wait()
-                return .refreshed(token: AuthToken("fresh"))
-            }
-        }
-        await waitForWaiters(0, token: old)
+        let leader = await startLeader(on: stack, token: old, until: release)
         let waiter = Task {
             await stack.refreshSession { _ in
                 Issue.record("the waiter must not refresh")
@@ -181,13 +188,7 @@ import Testing
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
         stack.enableAutosave(to: sessions)
         let release = Gate()
-        let leader = Task {
-            await stack.refreshSession { _ in
-                await release.wait()
-                return .refreshed(token: AuthToken("fresh"))
-            }
-        }
-        await waitForWaiters(0, token: old)
+        let leader = await startLeader(on: stack, token: old, until: release)
         let waiter = Task { () -> AuthToken? in
             _ = await stack.refreshSession { _ in .ended }
             return try? sessions.load()?.session?.token

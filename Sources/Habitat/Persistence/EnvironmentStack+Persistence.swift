@@ -95,7 +95,11 @@ extension EnvironmentStack {
             guard let session = current.session else { return .notLoggedIn }
             if let expected, session.token != expected { return .superseded }
             let expired = session.isExpired(at: current.now())
-            let key = RefreshFlights.Key(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
+            let key = RefreshFlights.Key(
+                state: withActiveState { ObjectIdentifier($0) },
+                user: App.User.self,
+                token: session.token.secret
+            )
             switch await RefreshFlights.shared.join(key, as: App.User.self) {
             case .lead:
                 // NB: a refresh that landed between reading the session and joining has already

@@ -8,10 +8,18 @@
 final class RefreshFlights: @unchecked Sendable {
     static let shared = RefreshFlights()
 
-    /// A stack state (the global stack's, or a scope's) and the token being refreshed.
+    /// A stack state (the global stack's, or a scope's), its app's `User` type and the token
+    /// being refreshed.
     struct Key: Hashable {
         var state: ObjectIdentifier
+        var user: ObjectIdentifier
         var token: String
+
+        init<User>(state: ObjectIdentifier, user _: User.Type, token: String) {
+            self.state = state
+            user = ObjectIdentifier(User.self)
+            self.token = token
+        }
     }
 
     /// What a caller that joins gets: the lead, the leader's answer, or word that the session
@@ -29,7 +37,7 @@ final class RefreshFlights: @unchecked Sendable {
 
     // Safe: `flights` and every flight's `waiters` are only touched with `lock` held.
     private let lock = Lock()
-    /// Each value is a `Flight<User>` of the stack's `App.User`; a key's state fixes the type.
+    /// Each value is a `Flight<User>` of the `User` its key names: the casts below can't fail.
     private var flights: [Key: AnyObject] = [:]
 
     /// Leads the flight for `key` when none is in the air, or waits for its answer.
