@@ -41,7 +41,9 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// starts as if nothing was saved.
     case setAside(movedTo: String, problem: SnapshotError)
     /// The saved state could not be restored and was left as it is: written by a newer version
-    /// of the app, unreadable right now, or not a valid snapshot.
+    /// of the app, unreadable right now, or not a valid snapshot. The next save overwrites it
+    /// with the stack's state: retry the restore before enabling autosave when the saved
+    /// session may still be good.
     case failed(SnapshotError)
 
     /// Why nothing was restored, when that was a problem; `nil` after ``restored(_:)`` and
