@@ -44,6 +44,7 @@ ROWS = [
     ("push modified copy + pop", "push-pop/habitat", "unsynchronised array (floor)", "push-pop/floor", 1.2),
     ("push modified copy + pop", "push-pop/habitat", "the same array behind a mutex", "push-pop/locked-floor", None),
     ("login + logout", "login-logout/habitat", "same two changes in place, array + mutex (floor)", "login-logout/floor", None),
+    ("login + logout, autosave on (JSON files)", "login-logout/habitat-autosave", "Habitat, autosave off", "login-logout/habitat", 2),
     ("two threads reading, per read", "two-threads/habitat", "Habitat, one thread", "two-threads/habitat-one-thread", 2),
     ("two threads reading, per read", "two-threads/habitat", "swift-dependencies, two threads", "two-threads/swift-dependencies", None),
     ("save snapshot (50 keys), same token", "save/habitat", "token read + compared, durable snapshot write (floor)", "save/floor-durable", None),

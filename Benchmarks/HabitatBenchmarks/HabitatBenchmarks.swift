@@ -286,6 +286,27 @@ func registerWrites() {
         blackHole(locked)
     }
 
+    // The same two changes with autosave on, to a JSON file and a secret file on disk: a change
+    // only asks the background saver for a save, so the caller pays for no file I/O (the saver
+    // coalesces the changes made while it writes).
+    let autosaveDirectory = benchDirectory("autosave")
+    let autosaved = SessionStore<BenchApp>(
+        store: try! JSONFileStore(url: autosaveDirectory.appendingPathComponent("session.json")),
+        secrets: try! FileSecretStore(directory: autosaveDirectory.appendingPathComponent("secrets"))
+    )
+    Benchmark("login-logout/habitat-autosave") { benchmark in
+        let saving = EnvironmentStack<BenchApp>(stack.current)
+        saving.enableAutosave(to: autosaved)
+        let token = AuthToken("t")
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            saving.login(user: benchUser, token: token)
+            saving.logout()
+        }
+        benchmark.stopMeasurement()
+        saving.disableAutosave()
+    }
+
     // Memory per frame at depth 10,000 (bytes allocated by 10,000 pushes).
     Benchmark(
         "depth/habitat",

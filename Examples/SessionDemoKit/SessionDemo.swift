@@ -140,7 +140,7 @@ public enum SessionDemo {
                 guard rest.count == 1 else { return usageError("status takes no arguments; unexpected '\(rest[1])'") }
                 if let session = stack.current.session {
                     let expired = session.isExpired(at: stack.current.now()) ? ", expired" : ""
-                    result.output += "logged in as \(session.user.name) (\(session.state == .restored ? "restored" : "authenticated")\(expired))\n"
+                    result.output += "logged in as \(session.user.name) (\(session.state.rawValue)\(expired))\n"
                 } else {
                     result.output += "logged out\n"
                 }
@@ -158,6 +158,8 @@ public enum SessionDemo {
                     result.output += "refreshed the session of \(stack.current.currentUser?.name ?? "?"): a new token, authenticated\n"
                 case .notLoggedIn:
                     result.output += "logged out: nothing to refresh\n"
+                case .awaitingToken:
+                    result.output += "the token can't be read right now: try again later\n"
                 case .ended, .superseded:
                     result.output += "the session ended\n"
                 }

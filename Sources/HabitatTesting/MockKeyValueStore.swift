@@ -63,18 +63,18 @@ public final class MockKeyValueStore: KeyValueStore, Sendable {
     }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
-        try recorder.perform(.read(key)) { $0[key] }
+        try recorder.perform(.read(key), key: key) { $0[key] }
     }
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
         let kinds = changes.mapValues { $0 == nil ? WriteKind.removed : .written }
-        try recorder.perform(.write(kinds)) { values in
+        try recorder.perform(.write(kinds), key: changes.keys.sorted().joined(separator: ", ")) { values in
             for (key, data) in changes { values[key] = data }
         }
     }
 
     public func keys() throws(StoreError) -> [String] {
-        try recorder.perform(.listKeys) { Array($0.keys) }
+        try recorder.perform(.listKeys, key: "") { Array($0.keys) }
     }
 }
 
@@ -119,12 +119,21 @@ public final class MockSecretStore: SecretStore, Sendable {
         recorder.failNext(count, with: error)
     }
 
+    /// Makes every operation throw `StoreError.unavailable(key:reason:)` (and change
+    /// nothing) until it is called with `false`: a Keychain while the device is locked.
+    /// - Parameters:
+    ///   - unavailable: Whether the store is unavailable from now on.
+    ///   - reason: The reason the errors give.
+    public func setUnavailable(_ unavailable: Bool, reason: String = "the device is locked") {
+        recorder.setUnavailable(unavailable ? reason : nil)
+    }
+
     public func secret(forKey key: String) throws(StoreError) -> Data? {
-        try recorder.perform(.read(key)) { $0[key] }
+        try recorder.perform(.read(key), key: key) { $0[key] }
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        try recorder.perform(secret == nil ? .delete(key) : .write(key)) { $0[key] = secret }
+        try recorder.perform(secret == nil ? .delete(key) : .write(key), key: key) { $0[key] = secret }
     }
 }
 
@@ -136,6 +145,7 @@ final class MockRecorder<Operation: Sendable>: @unchecked Sendable {
     private var values: [String: Data]
     private var log: [Operation] = []
     private var failures: [StoreError] = []
+    private var unavailableReason: String?
 
     init(_ values: [String: Data]) {
         self.values = values
@@ -152,12 +162,18 @@ final class MockRecorder<Operation: Sendable>: @unchecked Sendable {
         lock.withLock { log.removeAll() }
     }
 
-    /// Logs `operation`, then throws the next injected failure, or runs `body` on the contents.
-    func perform<R>(_ operation: Operation, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
+    func setUnavailable(_ reason: String?) {
+        lock.withLock { unavailableReason = reason }
+    }
+
+    /// Logs `operation`, then throws the next injected failure, or `.unavailable` about `key`
+    /// while the store is unavailable, or runs `body` on the contents.
+    func perform<R>(_ operation: Operation, key: String, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
         lock.lock()
         defer { lock.unlock() }
         log.append(operation)
         if !failures.isEmpty { throw failures.removeFirst() }
+        if let unavailableReason { throw .unavailable(key: key, reason: unavailableReason) }
         return body(&values)
     }
 }

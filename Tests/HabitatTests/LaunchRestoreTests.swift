@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatTesting
 import Testing
 
 /// `restoreAtLaunch(from:)`: a launch that reports what it found and never needs a `catch`.
@@ -75,18 +76,48 @@ import Testing
         #expect(stack.current.session == nil)
     }
 
-    /// A store that can't be read right now is a failure that deletes nothing.
+    /// A plain store that can't be read right now is a failure that deletes nothing.
     @Test func anUnreadableStoreDeletesNothing() throws {
-        let store = InMemoryStore()
+        let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
         try SessionStore<TestApp>(store: store, secrets: secrets).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
         let before = store.contents
-        let launch = makeStack().restoreAtLaunch(from: SessionStore(store: store, secrets: FailingSecretStore()))
-        guard case .failed(.store(.injected)) = launch else {
-            Issue.record("expected .failed(.store), got \(launch)")
+        store.failNext(with: .unreadable(path: "session.json", reason: "I/O error"))
+        let launch = makeStack().restoreAtLaunch(from: SessionStore(store: store, secrets: secrets))
+        guard case .failed(.store(.unreadable)) = launch else {
+            Issue.record("expected .failed(.store(.unreadable)), got \(launch)")
             return
         }
         #expect(store.contents == before)
-        #expect(try SessionStore<TestApp>(store: store, secrets: secrets).load()?.session?.user == .ada)
+        #expect(try SessionStore<TestApp>(store: store, secrets: secrets).load()?.session?.token.secret == "t")
+    }
+
+    /// A secret store that can't be read right now (a locked device) is not "no token": the
+    /// user's data is restored, the session waits for its token, and nothing is deleted.
+    @Test func anUnavailableSecretStoreRestoresTheUserAwaitingTheToken() throws {
+        let store = InMemoryStore()
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        let before = store.contents
+        secrets.setUnavailable(true)
+        let stack = makeStack()
+        let launch = stack.restoreAtLaunch(from: sessions)
+        guard case .awaitingToken(let snapshot, .store(.unavailable(_, "the device is locked"))) = launch else {
+            Issue.record("expected .awaitingToken, got \(launch)")
+            return
+        }
+        #expect(snapshot.session?.user == .ada)
+        #expect(launch.snapshot?.session?.state == .awaitingToken)
+        #expect(stack.current.currentUser == .ada, "the user's data is there")
+        #expect(stack.current.session?.state == .awaitingToken)
+        #expect(stack.current.session?.token.secret == "", "and no token yet")
+        #expect(store.contents == before)
+        #expect(!secrets.operations.contains { if case .delete = $0 { true } else { false } })
+
+        secrets.setUnavailable(false)
+        #expect(stack.restoreAtLaunch(from: sessions).problem == nil)
+        #expect(stack.current.session?.state == .restored, "a later restore completes the session")
+        #expect(stack.current.session?.token.secret == "t")
     }
 }

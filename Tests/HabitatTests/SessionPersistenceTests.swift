@@ -293,7 +293,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         #expect(stack.current.session?.state == .restored)
     }
 
-    @Test func autosaveSavesTransitionsButNeverPushesPopsOrScopes() throws {
+    @Test func autosaveSavesTransitionsButNeverPushesPopsOrScopes() async throws {
         let store = InMemoryStore()
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
@@ -306,30 +306,63 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         #expect(store.contents.isEmpty, "push, pop and replace are never saved")
 
         stack.login(user: .ada, token: token)
+        await stack.flushAutosave()
         #expect(try sessions.load()?.session?.user == .ada)
         #expect(try sessions.load()?.config.timeout == 2, "the save writes the current state")
         try stack.updateCurrentUser { $0.name = "Ada L." }
+        await stack.flushAutosave()
         #expect(try sessions.load()?.session?.user.name == "Ada L.")
         stack.updateConfig { $0.timeout = 3 }
+        await stack.flushAutosave()
         #expect(try sessions.load()?.config.timeout == 3)
 
         stack.withEnvironment({ _ in }) {
             stack.logout()
             stack.updateConfig { $0.timeout = 99 }
         }
+        await stack.flushAutosave()
         #expect(try sessions.load()?.session?.user.name == "Ada L.", "scoped changes are never saved")
         #expect(try sessions.load()?.config.timeout == 3)
 
         stack.logout()
-        #expect(try sessions.load()?.session == nil)
+        stack.disableAutosave()
+        await stack.flushAutosave()
+        #expect(try sessions.load()?.session == nil, "a change before disableAutosave is still saved")
         #expect(secrets.keys.isEmpty, "logout deleted the token")
 
-        stack.disableAutosave()
         stack.login(user: .grace, token: token)
+        await stack.flushAutosave()
         #expect(try sessions.load()?.session == nil)
     }
 
-    @Test func autosaveFailuresGoToTheErrorHandler() throws {
+    /// Saving happens off the caller's thread: a transition returns while the store is still
+    /// blocked, a burst of changes is coalesced into a few saves, and the last state lands.
+    @Test func autosaveRunsOffTheCallersThreadAndCoalesces() async throws {
+        let store = BlockingStore()
+        let sessions = SessionStore<TestApp>(store: store, secrets: InMemorySecretStore())
+        let stack = makeStack()
+        stack.enableAutosave(to: sessions)
+        store.block()
+        stack.login(user: .ada, token: token)
+        #expect(store.waitForBlockedWrite(), "the first save started and is stuck in the store")
+        for timeout in 1...100 {
+            stack.updateConfig { $0.timeout = timeout }     // returns although the store is stuck
+        }
+        store.unblock()
+        await stack.flushAutosave()
+        #expect(store.writes <= 3, "101 changes, \(store.writes) saves")
+        #expect(try sessions.load()?.config.timeout == 100, "the last state landed")
+        #expect(try sessions.load()?.session?.user == .ada)
+    }
+
+    @Test func flushAutosaveReturnsAtOnceWhenNothingIsPending() async {
+        let stack = makeStack()
+        await stack.flushAutosave()
+        stack.enableAutosave(to: .inMemory())
+        await stack.flushAutosave()
+    }
+
+    @Test func autosaveFailuresGoToTheErrorHandler() async throws {
         let errors = ErrorLog()
         let sessions = SessionStore<TestApp>(
             store: InMemoryStore(["habitat.session": Data()]),
@@ -338,6 +371,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         let stack = makeStack()
         stack.enableAutosave(to: sessions) { errors.append($0) }
         stack.login(user: .ada, token: token)
+        await stack.flushAutosave()
         #expect(errors.entries == [.store(.injected("secret store offline"))])
         #expect(stack.current.currentUser == .ada, "the transition itself happened")
     }
@@ -355,6 +389,49 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
 struct FailingSecretStore: SecretStore {
     func secret(forKey key: String) throws(StoreError) -> Data? { throw .injected("secret store offline") }
     func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) { throw .injected("secret store offline") }
+}
+
+/// An in-memory store whose writes can be held up, to show who waits for them.
+final class BlockingStore: KeyValueStore, @unchecked Sendable {
+    // Safe: every property is only touched with `condition` locked.
+    private let condition = NSCondition()
+    private var values: [String: Data] = [:]
+    private var blocked = false
+    private var stuck = false
+    private var writeCount = 0
+
+    func block() { condition.withLock { blocked = true } }
+    func unblock() {
+        condition.withLock {
+            blocked = false
+            condition.broadcast()
+        }
+    }
+    var writes: Int { condition.withLock { writeCount } }
+
+    /// Waits (up to 10 s) until a write is held up by `block()`.
+    func waitForBlockedWrite() -> Bool {
+        condition.withLock {
+            let deadline = Date().addingTimeInterval(10)
+            while !stuck, condition.wait(until: deadline) {}
+            return stuck
+        }
+    }
+
+    func data(forKey key: String) throws(StoreError) -> Data? { condition.withLock { values[key] } }
+    func keys() throws(StoreError) -> [String] { condition.withLock { Array(values.keys) } }
+    func write(_ changes: [String: Data?]) throws(StoreError) {
+        condition.withLock {
+            while blocked {
+                stuck = true
+                condition.broadcast()
+                condition.wait()
+            }
+            stuck = false
+            writeCount += 1
+            for (key, value) in changes { values[key] = value }
+        }
+    }
 }
 
 final class ErrorLog: @unchecked Sendable {

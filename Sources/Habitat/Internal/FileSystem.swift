@@ -128,6 +128,28 @@ enum FileSystem {
         return try body()
     }
 
+    /// Opens `path` (created owner-only when missing) and waits for an exclusive advisory lock
+    /// on it. Returns the open descriptor, to hand to ``unlockFile(_:)``, or `nil` when the file
+    /// can't be opened or locked (a read-only directory, a planted non-regular file).
+    static func lockFile(_ path: String) -> Int32? {
+        guard let fd = try? openRegularFile(path, O_RDWR | O_CREAT, reading: false) else {
+            return nil
+        }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                close(fd)
+                return nil
+            }
+        }
+        return fd
+    }
+
+    /// Releases a lock taken by ``lockFile(_:)``.
+    static func unlockFile(_ fd: Int32) {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+
     /// The file's contents, or `nil` when it does not exist.
     /// - Throws: ``StoreError/tooLarge(path:size:limit:)`` past `limit` bytes,
     ///   ``StoreError/notARegularFile(path:found:)``, ``StoreError/unreadable(path:reason:)``.

@@ -1,24 +1,61 @@
+import Dispatch
+
 /// Where an ``EnvironmentStack`` saves itself after each session or configuration change, once
 /// ``EnvironmentStack/enableAutosave(to:onError:)`` was called.
+///
+/// A change only marks the stack dirty; a worker on a background queue does the saving, one
+/// save at a time, each writing the stack's state as it is when the save starts. Changes made
+/// while a save runs are coalesced into the next one, so a burst of changes costs a few saves,
+/// and the last state always lands.
 @usableFromInline
-// Safe: `target` is read and written only with `lock` held, and saves run under it too, so
-// they happen one at a time and each writes the state as it is when it runs. `enabled` is
+// Safe: every stored property but `enabled` is read and written only with `lock` held; the
+// saves themselves run outside it, on the one worker that `working` admits. `enabled` is
 // atomic, and only a hint: the lock decides.
 final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
+    /// NB: a class, so that marking a save as pending moves one reference, not the store's
+    /// and the closures' several.
+    final class Target: Sendable {
+        let sessions: SessionStore<App>
+        let onError: @Sendable (SnapshotError) -> Void
+        /// Reads the state to save, when the save starts; `nil` once the stack is gone.
+        let read: @Sendable () -> HabitatEnvironment<App>?
+
+        init(
+            sessions: SessionStore<App>,
+            onError: @escaping @Sendable (SnapshotError) -> Void,
+            read: @escaping @Sendable () -> HabitatEnvironment<App>?
+        ) {
+            self.sessions = sessions
+            self.onError = onError
+            self.read = read
+        }
+    }
+
     private let lock = Lock()
-    private var target: (sessions: SessionStore<App>, onError: @Sendable (SnapshotError) -> Void)?
+    private var target: Target?
+    /// Where the next save goes; set by a change, taken by the worker.
+    private var pending: Target?
+    /// Whether a worker is scheduled or saving.
+    private var working = false
+    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.
     @usableFromInline let enabled = AtomicCounter(0)
 
     init() {}
 
-    func enable(_ sessions: SessionStore<App>, onError: @escaping @Sendable (SnapshotError) -> Void) {
+    func enable(_ target: Target) {
         lock.withLock {
-            target = (sessions, onError)
+            self.target = target
             enabled.store(1)
         }
     }
 
+    /// The store autosave writes to, if it is on.
+    var sessions: SessionStore<App>? {
+        lock.withLock { target?.sessions }
+    }
+
+    /// Stops saving later changes; a save already asked for still happens.
     func disable() {
         lock.withLock {
             target = nil
@@ -26,15 +63,55 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         }
     }
 
-    /// Saves `environment()` if autosave is on, reporting a failure to the error handler.
-    func save(_ environment: () -> HabitatEnvironment<App>) {
-        lock.withLock {
-            guard let target else { return }
-            do throws(SnapshotError) {
-                try target.sessions.save(environment())
-            } catch {
-                target.onError(error)
+    /// Asks for a save of the current state, if autosave is on.
+    func requestSave() {
+        let start: Bool = lock.withLock {
+            guard let target else { return false }
+            if pending !== target { pending = target }
+            guard !working else { return false }
+            working = true
+            return true
+        }
+        if start {
+            DispatchQueue.global(qos: .utility).async { self.drain() }
+        }
+    }
+
+    /// Saves until nothing is pending, then wakes whoever waits for a flush.
+    private func drain() {
+        while true {
+            // NB: whether to stop is decided under the lock, with `pending`: a change that comes
+            // in later finds `working` cleared and starts a worker of its own.
+            let (next, waiters): (Target?, [CheckedContinuation<Void, Never>]) = lock.withLock {
+                if let next = pending {
+                    pending = nil
+                    return (next, [])
+                }
+                working = false
+                defer { flushWaiters = [] }
+                return (nil, flushWaiters)
             }
+            guard let next else {
+                for waiter in waiters { waiter.resume() }
+                return
+            }
+            guard let environment = next.read() else { continue }
+            do throws(SnapshotError) {
+                try next.sessions.save(environment)
+            } catch {
+                next.onError(error)
+            }
+        }
+    }
+
+    /// Returns once every save asked for so far has been written (or has failed).
+    func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = lock.withLock {
+                if working { flushWaiters.append(continuation) }
+                return !working
+            }
+            if idle { continuation.resume() }
         }
     }
 }
@@ -43,10 +120,15 @@ extension EnvironmentStack {
     /// Saves the session and configuration to `sessions` after every ``login(user:token:)``,
     /// ``logout()``, user or configuration update, and session refresh on the global stack.
     ///
+    /// Saving happens on a background queue, never on the caller's thread: a transition only
+    /// marks the stack as needing a save. Saves run one at a time and each writes the stack's
+    /// state as it is when it starts, so a burst of changes is written a few times at most, and
+    /// the last state always lands. Call ``flushAutosave()`` to wait for the saves asked for so
+    /// far: before the app is suspended, or before a test looks at the store.
+    ///
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
     /// made inside a ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` scope
-    /// are never saved either. Each save writes the stack's current state, so saves that race end
-    /// with the latest.
+    /// are never saved either.
     ///
     /// ```swift
     /// AppEnvironment.enableAutosave(to: sessions) { error in
@@ -55,17 +137,31 @@ extension EnvironmentStack {
     /// ```
     /// - Parameters:
     ///   - sessions: Where to save.
-    ///   - onError: Called with the error when a save fails; ignores it by default.
+    ///   - onError: Called, on the saving queue, with the error when a save fails; the next
+    ///     change tries again. Ignores the error by default.
     public func enableAutosave(
         to sessions: SessionStore<App>,
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
-        autosave.enable(sessions, onError: onError)
+        // NB: weak, as the stack owns its autosave.
+        autosave.enable(.init(sessions: sessions, onError: onError, read: { [weak self] in self?.root.topEnvironment }))
     }
 
-    /// Stops saving after changes.
+    /// Stops saving after changes. Saves already asked for still happen; ``flushAutosave()``
+    /// waits for them.
     public func disableAutosave() {
         autosave.disable()
+    }
+
+    /// Waits until every autosave asked for so far has been written, or has failed and been
+    /// reported to the error handler.
+    ///
+    /// ```swift
+    /// AppEnvironment.login(user: account, token: token)
+    /// await AppEnvironment.flushAutosave()   // the session is on disk now
+    /// ```
+    public func flushAutosave() async {
+        await autosave.flush()
     }
 
     /// Called after a session or configuration transition committed.
@@ -77,6 +173,6 @@ extension EnvironmentStack {
     @usableFromInline
     func autosaveIfUnscoped() {
         guard scopedStateUnretained() == nil else { return }
-        autosave.save { root.topEnvironment }
+        autosave.requestSave()
     }
 }

@@ -93,6 +93,10 @@ extension EnvironmentStack {
     ) async throws(E) -> SessionRefreshOutcome {
         while true {
             guard let session = current.session else { return .notLoggedIn }
+            if session.state == .awaitingToken {
+                guard completeAwaitingToken() else { return .awaitingToken }
+                continue
+            }
             if let expected, session.token != expected { return .superseded }
             let expired = session.isExpired(at: current.now())
             let key = RefreshFlights.Key(
@@ -108,14 +112,26 @@ extension EnvironmentStack {
                     RefreshFlights.shared.land(key, with: nil, as: App.User.self)
                     continue
                 }
+                // Other processes and stacks that share the saved session take turns too, and
+                // one that refreshed while this one waited has saved the token it got.
+                let shared = scopedStateUnretained() == nil ? autosave.sessions : nil
+                let turn = await beginSharedRefresh(shared)
                 let answer: SessionRefresh<App.User>
-                do throws(E) {
-                    answer = try await refresh(session)
-                } catch {
-                    RefreshFlights.shared.land(key, with: .failure(error), as: App.User.self)
-                    throw error
+                if let rotated = rotatedToken(in: shared, replacing: session) {
+                    answer = rotated
+                } else {
+                    do throws(E) {
+                        answer = try await refresh(session)
+                    } catch {
+                        shared?.lock.endRefresh(turn)
+                        RefreshFlights.shared.land(key, with: .failure(error), as: App.User.self)
+                        throw error
+                    }
                 }
                 let outcome = apply(answer, to: session, expired: expired, joined: false)
+                // The new token is on disk before anyone who waited for it resumes.
+                await autosave.flush()
+                shared?.lock.endRefresh(turn)
                 RefreshFlights.shared.land(key, with: .success(answer), as: App.User.self)
                 return outcome
             case .answer(.success(let answer)):
@@ -159,12 +175,57 @@ extension EnvironmentStack {
         isolation: isolated (any Actor)? = #isolation,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> UserSession<App.User>? {
-        let environment = current
-        guard let session = environment.session else { return nil }
+        var environment = current
+        guard var session = environment.session else { return nil }
+        if session.state == .awaitingToken {
+            guard completeAwaitingToken() else { return nil }
+            environment = current
+            guard let completed = environment.session, completed.state != .awaitingToken else { return nil }
+            session = completed
+        }
         let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
         guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
         _ = try await refreshSession(expecting: session.token, isolation: isolation, using: refresh)
         return current.session
+    }
+
+    /// Waits for this stack's turn to refresh the session saved in `sessions`, after saving
+    /// what autosave still has to save (so the others see this stack's token).
+    private func beginSharedRefresh(_ sessions: SessionStore<App>?) async -> Int32? {
+        guard let sessions, sessions.lock.refreshPath != nil else { return nil }
+        await autosave.flush()
+        return await sessions.lock.beginRefresh()
+    }
+
+    /// The token that another process or stack sharing `sessions` saved in place of
+    /// `session`'s while this one waited for its turn, as a refresh's answer; `nil` when the
+    /// store still holds `session`'s token, or holds no usable one.
+    ///
+    /// NB: a session that is gone from the store is not taken as ended: the server decides that.
+    private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
+        guard let sessions, sessions.lock.refreshPath != nil,
+              let stored = (try? sessions.load())??.session,
+              stored.state != .awaitingToken, stored.token.secret != session.token.secret
+        else { return nil }
+        return .refreshed(token: stored.token, user: stored.user)
+    }
+
+    /// Reads the token of a session ``AuthState/awaitingToken`` from the autosave store, when
+    /// its secret store can be read again. Returns whether the session has its token now.
+    private func completeAwaitingToken() -> Bool {
+        guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
+              let loaded = (try? sessions.load())??.session, loaded.state != .awaitingToken
+        else { return false }
+        let committed = withActiveState { state in
+            state.update(.restore) { environment in
+                guard environment.session?.state == .awaitingToken else { return false }
+                environment.session = loaded
+                environment.applySession()
+                return true
+            }
+        }
+        if committed { didTransition() }
+        return true
     }
 
     /// Applies a refresh's answer about `session` to the calling task's stack. A caller that
@@ -229,6 +290,9 @@ public enum SessionRefreshOutcome: Sendable, Hashable {
     case ended(expired: Bool)
     /// Nobody was logged in; nothing was asked.
     case notLoggedIn
+    /// The session is ``AuthState/awaitingToken``: its token still can't be read, so nothing
+    /// was asked. Refresh again (or restore) once the secret store is available.
+    case awaitingToken
     /// The session changed while the refresh ran; its result was dropped.
     case superseded
 }

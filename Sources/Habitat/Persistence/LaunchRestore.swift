@@ -9,7 +9,10 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// What ``restore(from:)`` restores, it restores. When it can't, the stack stays as it was
+    /// What ``restore(from:)`` restores, it restores. When the secret store can't be read right
+    /// now, the user's data is restored and the session waits for its token
+    /// (``LaunchRestore/awaitingToken(_:problem:)``); nothing is deleted, and restoring again
+    /// later completes it. When it can't restore at all, the stack stays as it was
     /// (usually logged out, with the default configuration), and nothing is deleted: a damaged
     /// file store has been moved aside (``LaunchRestore/setAside(movedTo:problem:)``), and any
     /// other problem (a newer version, an unreadable store) leaves the stored data untouched
@@ -21,6 +24,7 @@ extension EnvironmentStack {
     public func restoreAtLaunch(from sessions: SessionStore<App>) -> LaunchRestore<App> {
         do throws(SnapshotError) {
             guard let snapshot = try restore(from: sessions) else { return .nothingSaved }
+            if let problem = snapshot.tokenProblem { return .awaitingToken(snapshot, problem: .store(problem)) }
             return .restored(snapshot)
         } catch {
             if case .store(.corrupted(_, let movedTo, _)) = error {
@@ -35,6 +39,11 @@ extension EnvironmentStack {
 public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// The saved state is back; its session, if any, is ``AuthState/restored`` until a refresh.
     case restored(SessionSnapshot<App>)
+    /// The saved state is back, but the secret store couldn't be read (`problem` says why):
+    /// the session is ``AuthState/awaitingToken``, with the user's data and no token yet.
+    /// Restore again when the secret store is available (on Apple platforms, when protected
+    /// data becomes available), or refresh with autosave on.
+    case awaitingToken(SessionSnapshot<App>, problem: SnapshotError)
     /// Nothing was saved: a first launch, or the store was cleared.
     case nothingSaved
     /// The store's file was damaged; it was moved to `movedTo` (for a bug report) and the app
@@ -46,17 +55,19 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// session may still be good.
     case failed(SnapshotError)
 
-    /// Why nothing was restored, when that was a problem; `nil` after ``restored(_:)`` and
-    /// ``nothingSaved``.
+    /// What went wrong, if anything did: `nil` after ``restored(_:)`` and ``nothingSaved``.
     public var problem: SnapshotError? {
         switch self {
         case .restored, .nothingSaved: nil
-        case .setAside(_, let problem), .failed(let problem): problem
+        case .awaitingToken(_, let problem), .setAside(_, let problem), .failed(let problem): problem
         }
     }
 
-    /// The restored snapshot, if any.
+    /// The restored snapshot, if any (after ``restored(_:)`` and ``awaitingToken(_:problem:)``).
     public var snapshot: SessionSnapshot<App>? {
-        if case .restored(let snapshot) = self { snapshot } else { nil }
+        switch self {
+        case .restored(let snapshot), .awaitingToken(let snapshot, _): snapshot
+        case .nothingSaved, .setAside, .failed: nil
+        }
     }
 }

@@ -8,6 +8,12 @@ public import Foundation
 /// Keychain adapter; see <doc:PersistenceAndSessions>.
 public protocol SecretStore: Sendable {
     /// The secret stored under `key`, or `nil` when there is none.
+    ///
+    /// Return `nil` only when the store knows there is no such secret. When it can't tell (a
+    /// locked device, an I/O error, a denied permission), throw: a ``SessionStore`` then keeps
+    /// the session waiting for its token instead of logging the user out. Throw
+    /// ``StoreError/unavailable(key:reason:)`` when the secret should be readable later, such
+    /// as the Keychain's `errSecInteractionNotAllowed` before the first unlock.
     /// - Parameter key: The secret's name.
     /// - Throws: ``StoreError`` when the secret can't be read.
     func secret(forKey key: String) throws(StoreError) -> Data?

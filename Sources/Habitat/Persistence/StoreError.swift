@@ -22,6 +22,10 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A store file is not a regular file (`found` says what it is: a symbolic link, a FIFO, a
     /// device...). It is neither read nor replaced.
     case notARegularFile(path: String, found: String)
+    /// The store can't be used right now, though what it holds is still there: a locked
+    /// device's Keychain, a secret service that isn't running. Try again later; never take it
+    /// for "nothing stored".
+    case unavailable(key: String, reason: String)
     /// A file, or the document a write would produce, is larger than the store's limit.
     /// Nothing was read into memory, or written.
     case tooLarge(path: String, size: Int, limit: Int)
@@ -50,6 +54,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "refusing to use the directory \(path): \(reason)"
         case .notARegularFile(let path, let found):
             "refusing to open \(path): it is \(found), not a regular file"
+        case .unavailable(let key, let reason):
+            "cannot reach '\(key)' right now: \(reason)"
         case .tooLarge(let path, let size, let limit):
             "\(path) is too large (\(size) bytes; the limit is \(limit))"
         case .valueTooDeep(let key, let limit):

@@ -43,4 +43,13 @@ public enum AuthState: String, Sendable, Hashable, Codable, CaseIterable {
     /// An app typically shows the user's data at once and refreshes the session in the
     /// background.
     case restored
+    /// The session was read back from disk, but its token could not be read yet: the secret
+    /// store was unavailable (a locked device's Keychain, an I/O error). The user's data is
+    /// there; the token is empty.
+    ///
+    /// Nothing was deleted. Restoring again once the secret store can be read (on Apple
+    /// platforms, when protected data becomes available) brings the token back, and so does
+    /// ``EnvironmentStack/refreshSession(isolation:using:)`` while autosave is on. Until then,
+    /// ``EnvironmentStack/validSession(refreshingWithin:isolation:using:)`` returns `nil`.
+    case awaitingToken
 }

@@ -1,0 +1,335 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A session that waits for its token while the secret store is unavailable.
+@Suite struct AwaitingTokenTests {
+    /// Ada's session saved with token "t", and a stack restored from it while the secret store
+    /// was locked, autosaving to the same store.
+    func lockedLaunch() throws -> (EnvironmentStack<TestApp>, SessionStore<TestApp>, MockSecretStore) {
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        secrets.setUnavailable(true)
+        let stack = makeStack()
+        stack.restoreAtLaunch(from: sessions)
+        stack.enableAutosave(to: sessions)
+        return (stack, sessions, secrets)
+    }
+
+    /// The hazard this state exists for: taken for "logged out", the next autosave would
+    /// delete the token.
+    @Test func autosaveWhileAwaitingKeepsTheToken() async throws {
+        let (stack, sessions, secrets) = try lockedLaunch()
+        stack.updateConfig { $0.timeout = 7 }
+        await stack.flushAutosave()
+        #expect(!secrets.operations.contains { if case .delete = $0 { true } else { false } })
+        secrets.setUnavailable(false)
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.config.timeout == 7, "the change was saved")
+        #expect(snapshot.session?.token.secret == "t", "and the snapshot still names its token")
+    }
+
+    @Test func refreshingWhileTheTokenCantBeReadAsksNothing() async throws {
+        let (stack, _, _) = try lockedLaunch()
+        let calls = Counter()
+        let outcome = await stack.refreshSession { _ in
+            calls.increment()
+            return .ended
+        }
+        #expect(outcome == .awaitingToken)
+        #expect(calls.value == 0)
+        #expect(stack.current.currentUser == .ada, "still signed in")
+        let valid = await stack.validSession { _ in .ended }
+        #expect(valid == nil, "no usable session yet")
+    }
+
+    @Test func aRefreshOnceTheStoreIsReadableReadsTheTokenThenRefreshes() async throws {
+        let (stack, sessions, secrets) = try lockedLaunch()
+        secrets.setUnavailable(false)
+        let refreshedWith = Locked<String?>(nil)
+        let outcome = await stack.refreshSession { session in
+            refreshedWith.value = session.token.secret
+            return .refreshed(token: AuthToken("fresh"))
+        }
+        #expect(outcome == .refreshed)
+        #expect(refreshedWith.value == "t", "the refresh got the token read from the store")
+        #expect(stack.current.session?.token.secret == "fresh")
+        await stack.flushAutosave()
+        #expect(try sessions.load()?.session?.token.secret == "fresh")
+    }
+
+    @Test func validSessionCompletesAnAwaitingSession() async throws {
+        let (stack, _, secrets) = try lockedLaunch()
+        secrets.setUnavailable(false)
+        let session = await stack.validSession { _ in .ended }
+        #expect(session?.token.secret == "t")
+        #expect(session?.state == .restored)
+    }
+
+    @Test func loggingOutWhileAwaitingDeletesTheToken() async throws {
+        let (stack, sessions, secrets) = try lockedLaunch()
+        secrets.setUnavailable(false)
+        // The store is readable again, but the stack still waits: an explicit logout wins.
+        stack.logout()
+        await stack.flushAutosave()
+        #expect(try sessions.load()?.session == nil)
+        #expect(secrets.keys.isEmpty)
+    }
+}
+
+/// A token that outlives its snapshot (a Keychain kept across a reinstall) is never used.
+@Suite struct UnpairedSecretTests {
+    @Test func aTokenWhoseSnapshotIsGoneIsDiscarded() throws {
+        let secrets = InMemorySecretStore()
+        try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+            .save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("before-reinstall")))
+        // Reinstalled: the plain store is new, the secret store is not.
+        let reinstalled = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+        #expect(try reinstalled.load() == nil)
+        #expect(secrets.keys.isEmpty, "the orphaned token was deleted")
+    }
+
+    @Test func discardingCanBeTurnedOff() throws {
+        let secrets = InMemorySecretStore()
+        try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+            .save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("kept")))
+        let reinstalled = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets, discardsUnpairedSecrets: false)
+        #expect(try reinstalled.load() == nil, "still never used")
+        #expect(secrets.keys == ["habitat.session.token"], "but kept")
+    }
+
+    /// A token left beside a logged-out snapshot (a login killed between its two writes) goes
+    /// at the next load.
+    @Test func aTokenBesideALoggedOutSnapshotIsDiscarded() throws {
+        let store = InMemoryStore()
+        let secrets = InMemorySecretStore()
+        let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
+        try sessions.save(makeEnvironment())
+        try secrets.setSecret(Data("stray".utf8), forKey: sessions.tokenKey)
+        #expect(try sessions.load()?.session == nil)
+        #expect(secrets.keys.isEmpty)
+    }
+
+    @Test func aSecretStoreThatCantBeReadKeepsItsToken() throws {
+        let secrets = MockSecretStore()
+        try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+            .save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("t")))
+        secrets.setUnavailable(true)
+        #expect(try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets).load() == nil)
+        secrets.setUnavailable(false)
+        #expect(secrets.keys == ["habitat.session.token"], "nothing is deleted on a guess")
+    }
+}
+
+/// Stacks and processes that share one session store refresh it once.
+@Suite(.timeLimit(.minutes(1))) struct SharedRefreshTests {
+    @Test func twoStacksOnOneStoreShareOneRefresh() async throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
+        // Two parts of an app, each with its own stack and its own handle on the files.
+        let stacks = try (0..<2).map { _ in
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: directory.url)
+            stack.restoreAtLaunch(from: sessions)
+            stack.enableAutosave(to: sessions)
+            return stack
+        }
+        let calls = Counter()
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    _ = await stacks[index % 2].refreshSession { _ in
+                        calls.increment()
+                        try? await Task.sleep(for: .milliseconds(50))
+                        return .refreshed(token: AuthToken("rotated"))
+                    }
+                }
+            }
+        }
+        #expect(calls.value == 1, "one request to the server, for both stacks")
+        #expect(stacks.allSatisfy { $0.current.session?.token.secret == "rotated" })
+        #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == "rotated")
+    }
+
+    @Test(.enabled(if: canRunFixtures))
+    func twoProcessesShareOneRefresh() throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
+        let log = directory.file("refreshes.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let start = directory.file("start")
+        let workers = (0..<2).map { _ in sessionWorker("refresh-together", directory.path, log.path, start.path) }
+        let outputs = workers.map { _ in Pipe() }
+        for (worker, output) in zip(workers, outputs) {
+            worker.standardOutput = output
+            try worker.run()
+        }
+        usleep(300_000)   // both are up and waiting for the start
+        _ = FileManager.default.createFile(atPath: start.path, contents: nil)
+        let tokens = outputs.map {
+            String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for worker in workers { worker.waitUntilExit() }
+        #expect(workers.allSatisfy { $0.terminationStatus == 0 })
+        let refreshes = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
+        #expect(tokens[0] == tokens[1], "both end with the same token: \(tokens)")
+        #expect(tokens[0].hasPrefix("rotated-by-"))
+        #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == tokens[0])
+    }
+
+    /// A process refreshing in a loop is killed at random moments, 30 times: the next launch
+    /// always finds a session, with the token of the last refresh it acknowledged or the one
+    /// in flight.
+    @Test(.enabled(if: canRunFixtures))
+    func aKillDuringARefreshLeavesTheOldTokenOrTheNew() throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("token-0")))
+        var last = 0
+        for round in 1...30 {
+            let first = round * 10_000
+            let process = sessionWorker("refresh-loop", directory.path, "\(first)")
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+            usleep(UInt32.random(in: 0..<10_000))
+            _ = kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "kill \(round)")
+            let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let acknowledged = printed.split(separator: "\n").compactMap { $0.hasPrefix("refreshed ") ? Int($0.dropFirst(10)) : nil }.last
+            let session = try #require(try sharedSessions(in: directory.url).load()?.session, "kill \(round): never no session")
+            let number = try #require(Int(session.token.secret.dropFirst("token-".count)), "kill \(round): \(session.token)")
+            let expected = acknowledged ?? last
+            #expect(number == expected || number == (acknowledged.map { $0 + 1 } ?? first), "kill \(round): token-\(number), acknowledged \(expected)")
+            last = number
+        }
+    }
+}
+
+/// Moving a token from where an earlier version kept it into the secret store.
+@Suite struct LegacyTokenMigrationTests {
+    let legacy = InMemoryStore(["accessToken": Data("legacy-secret".utf8)])
+    let secrets = InMemorySecretStore()
+    var sessions: SessionStore<TestApp> { SessionStore(store: InMemoryStore(), secrets: secrets) }
+
+    @Test func theTokenMovesCopiedVerifiedThenDeleted() throws {
+        let sessions = sessions
+        let stack = makeStack()
+        let result = try stack.migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        #expect(result == .migrated)
+        #expect(legacy.contents["accessToken"] == nil, "gone from the legacy store")
+        #expect(stack.restoreAtLaunch(from: sessions).snapshot?.session?.token.secret == "legacy-secret")
+        #expect(stack.current.currentUser == .ada)
+        // Every later launch: nothing to do.
+        #expect(try stack.migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .grace } == .nothingToMigrate)
+        #expect(try sessions.load()?.session?.user == .ada)
+    }
+
+    @Test func aTokenStoredAsAJSONStringMovesToo() throws {
+        let legacy = InMemoryStore()
+        try legacy.set("json-secret", for: StoreKey<String>("accessToken"))
+        let sessions = sessions
+        #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada } == .migrated)
+        #expect(try sessions.load()?.session?.token.secret == "json-secret")
+    }
+
+    @Test func withoutAUserTheTokenStaysWhereItIs() throws {
+        #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { nil } == .noUser)
+        #expect(legacy.contents["accessToken"] == Data("legacy-secret".utf8))
+        #expect(secrets.keys.isEmpty)
+    }
+
+    @Test func aSessionSavedSinceMakesTheLegacyTokenStale() throws {
+        let sessions = sessions
+        try sessions.save(makeEnvironment().loggingIn(user: .grace, token: AuthToken("newer")))
+        #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada } == .discardedStale)
+        #expect(legacy.contents["accessToken"] == nil)
+        #expect(try sessions.load()?.session?.token.secret == "newer", "the saved session is untouched")
+    }
+
+    @Test func aSecretStoreThatFailsLeavesTheLegacyTokenInPlace() throws {
+        let secrets = WriteFailingSecretStore()
+        secrets.failing.value = true
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+        #expect(throws: SnapshotError.self) {
+            try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        }
+        #expect(legacy.contents["accessToken"] == Data("legacy-secret".utf8))
+        // Run again, it finishes the job.
+        secrets.failing.value = false
+        #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada } == .migrated)
+        #expect(legacy.contents["accessToken"] == nil)
+    }
+
+    @Test func aSecretStoreThatCantBeReadBackLeavesTheLegacyTokenInPlace() throws {
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+        try sessions.save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("legacy-secret")))
+        secrets.setUnavailable(true)
+        #expect(throws: SnapshotError.store(.unavailable(key: "habitat.session.token", reason: "the device is locked"))) {
+            try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        }
+        #expect(legacy.contents["accessToken"] != nil, "not deleted before it was verified")
+    }
+
+    /// The migration is killed just before each of its writes (the token, the snapshot, the
+    /// legacy deletion): the token is always in one place or the other, and the next launch
+    /// finishes the job.
+    @Test(.enabled(if: canRunFixtures), arguments: 1...3)
+    func aKillAtAnyStepLosesNothing(step: Int) throws {
+        let directory = try TemporaryDirectory()
+        let legacyFile = directory.file("legacy.json")
+        try JSONFileStore(url: legacyFile).setData(Data("legacy-secret".utf8), forKey: "accessToken")
+        let process = sessionWorker("migrate", directory.path, legacyFile.path, "\(step)")
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal, "killed before write \(step)")
+
+        let legacy = try JSONFileStore(url: legacyFile)
+        let sessions = try sharedSessions(in: directory.url)
+        let inLegacy = try legacy.data(forKey: "accessToken") != nil
+        let inSessions = try sessions.load()?.session?.token.secret == "legacy-secret"
+        #expect(inLegacy || inSessions, "the token is somewhere")
+
+        let result = try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        #expect(result == (inLegacy ? .migrated : .nothingToMigrate))
+        #expect(try legacy.data(forKey: "accessToken") == nil)
+        #expect(try sessions.load()?.session?.token.secret == "legacy-secret")
+        #expect(try sessions.load()?.session?.user == .ada)
+    }
+}
+
+/// A secret store whose writes fail while `failing` is set.
+struct WriteFailingSecretStore: SecretStore {
+    let base = InMemorySecretStore()
+    let failing = Locked(false)
+    func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        if failing.value { throw .unwritable(path: "keychain", reason: "full") }
+        try base.setSecret(secret, forKey: key)
+    }
+}
+
+/// A value behind a lock, for results a concurrent closure hands back.
+final class Locked<Value>: @unchecked Sendable {
+    // Safe: `stored` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}

@@ -1,0 +1,147 @@
+// A child process for the session tests: a second app (or an app extension) that shares a
+// session store with the test, or one that a test kills mid-refresh or mid-migration.
+//
+// Like the store worker, it is this test bundle run again with only the `sessionWorker`
+// fixture selected, and the work named in HABITAT_SESSION_WORKER (lines):
+//
+//     refresh-together DIR LOG START   restore DIR's session; once the file START exists,
+//                                      refresh it (the refresh appends a line to LOG and takes
+//                                      300 ms); print the token it ends with
+//     refresh-loop DIR FIRST           restore, then refresh forever, the n-th refresh getting
+//                                      "token-(FIRST + n)"; print "refreshed N" once it is saved
+//     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
+//                                      LEGACY into DIR's store, killing itself with SIGKILL
+//                                      just before its KILL-AT-th write (0: never)
+
+import Foundation
+import Habitat
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A session worker: `fixtureProcess("sessionWorker", …)` with its arguments.
+func sessionWorker(_ arguments: String...) -> Process {
+    fixtureProcess("sessionWorker", environment: ["HABITAT_SESSION_WORKER": arguments.joined(separator: "\n")])
+}
+
+/// The session store the workers and the tests share in `directory`.
+func sharedSessions(in directory: URL) throws -> SessionStore<TestApp> {
+    SessionStore(
+        store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
+        secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+    )
+}
+
+@Suite struct SessionWorkerFixture {
+    /// Not a test of its own: the body of a session worker, when a test runs one.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_SESSION_WORKER"] != nil))
+    func sessionWorker() async throws {
+        let arguments = ProcessInfo.processInfo.environment["HABITAT_SESSION_WORKER", default: ""]
+            .split(separator: "\n").map(String.init)
+        switch (arguments.first, arguments.count) {
+        case ("refresh-together", 4):
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
+            stack.enableAutosave(to: sessions)
+            while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
+            let log = arguments[2]
+            _ = try await stack.refreshSession { _ in
+                try appendLine("refreshed by \(getpid())", to: log)
+                try await Task.sleep(for: .milliseconds(300))
+                return .refreshed(token: AuthToken("rotated-by-\(getpid())"))
+            }
+            await stack.flushAutosave()
+            print(stack.current.session?.token.secret ?? "none")
+        case ("refresh-loop", 3):
+            let first = try #require(Int(arguments[2]))
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
+            stack.enableAutosave(to: sessions)
+            for n in first... {
+                _ = await stack.refreshSession { _ in
+                    usleep(UInt32.random(in: 0..<2_000))
+                    return .refreshed(token: AuthToken("token-\(n)"))
+                }
+                FileHandle.standardOutput.write(Data("refreshed \(n)\n".utf8))
+            }
+        case ("migrate", 4):
+            let killAt = try #require(Int(arguments[3]))
+            let writes = KillSwitch(at: killAt)
+            let directory = URL(fileURLWithPath: arguments[1])
+            let sessions = SessionStore<TestApp>(
+                store: KillingStore(try JSONFileStore(url: directory.appendingPathComponent("session.json")), writes),
+                secrets: KillingSecretStore(try FileSecretStore(directory: directory.appendingPathComponent("secrets")), writes),
+                lockFile: directory.appendingPathComponent("session.json.session-lock")
+            )
+            let legacy = KillingStore(try JSONFileStore(url: URL(fileURLWithPath: arguments[2])), writes)
+            let result = try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+            print(result)
+        default:
+            Issue.record("unknown session worker command: \(arguments)")
+        }
+    }
+}
+
+/// Appends `line` to the file at `path` with O_APPEND, so two processes' lines never overwrite
+/// each other.
+private func appendLine(_ line: String, to path: String) throws {
+    let fd = open(path, O_WRONLY | O_APPEND)
+    guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+    defer { close(fd) }
+    let bytes = Array((line + "\n").utf8)
+    guard write(fd, bytes, bytes.count) == bytes.count else { throw CocoaError(.fileWriteUnknown) }
+}
+
+/// Counts the writes made through the stores it is given to, and kills the process with
+/// SIGKILL just before the `at`-th.
+final class KillSwitch: @unchecked Sendable {
+    // Safe: `count` is only touched with `lock` held.
+    private let lock = NSLock()
+    private var count = 0
+    private let at: Int
+
+    init(at: Int) { self.at = at }
+
+    func beforeWrite() {
+        let reached = lock.withLock {
+            count += 1
+            return count == at
+        }
+        if reached { kill(getpid(), SIGKILL) }
+    }
+}
+
+struct KillingStore: KeyValueStore {
+    let base: any KeyValueStore
+    let writes: KillSwitch
+    init(_ base: any KeyValueStore, _ writes: KillSwitch) {
+        self.base = base
+        self.writes = writes
+    }
+    func data(forKey key: String) throws(StoreError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(StoreError) -> [String] { try base.keys() }
+    func write(_ changes: [String: Data?]) throws(StoreError) {
+        writes.beforeWrite()
+        try base.write(changes)
+    }
+}
+
+struct KillingSecretStore: SecretStore {
+    let base: any SecretStore
+    let writes: KillSwitch
+    init(_ base: any SecretStore, _ writes: KillSwitch) {
+        self.base = base
+        self.writes = writes
+    }
+    func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        writes.beforeWrite()
+        try base.setSecret(secret, forKey: key)
+    }
+}
