@@ -151,7 +151,7 @@ extension EnvironmentStack {
             Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue()
         }
         if let pooled = scopePool.take() {
-            unsafeDowncast(pooled.state.unsafelyUnwrapped, to: StackState<App>.self)
+            unsafeDowncast(pooled.state.invariantUnwrapped, to: StackState<App>.self)
                 .reuse(base: environment)
             pooled.relink(to: next)
             return pooled

@@ -128,7 +128,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
             } else {
                 _ = root.frame(for: slot)
             }
-            let frame = Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
+            let frame = Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.invariantUnwrapped)
             slot.pointee.borrows &+= 1
             defer { slot.pointee.endBorrow() }
             // NB: read in place through the frame's address, without retaining the frame (the
@@ -152,8 +152,30 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// let changes = AppEnvironment.changes
     /// Task { for await change in changes { log(change.kind, change.new.currentUser) } }
     /// ```
+    ///
+    /// The stream buffers every change its reader hasn't taken yet, each with two environments.
+    /// A subscriber that may fall behind, or stop reading while it lives, bounds its buffer with
+    /// ``changes(bufferingPolicy:)``.
     @inlinable
-    public var changes: AsyncStream<EnvironmentChange<App>> { withActiveState { $0.changes() } }
+    public var changes: AsyncStream<EnvironmentChange<App>> { withActiveState { $0.subscribe().stream } }
+
+    /// A stream of the changes made to the stack from now on, in order, that buffers at most
+    /// what `bufferingPolicy` says while its reader is busy.
+    ///
+    /// ```swift
+    /// // A status bar needs only the latest change.
+    /// let latest = AppEnvironment.changes(bufferingPolicy: .bufferingNewest(1))
+    /// ```
+    /// - Parameter bufferingPolicy: How many unread changes to keep, and which: `.unbounded`
+    ///   (what ``changes`` does), `.bufferingNewest(n)` or `.bufferingOldest(n)`.
+    /// - Returns: A new stream; inside a scope it follows the scope's stack and finishes when
+    ///   the scope ends.
+    @inlinable
+    public func changes(
+        bufferingPolicy: AsyncStream<EnvironmentChange<App>>.Continuation.BufferingPolicy
+    ) -> AsyncStream<EnvironmentChange<App>> {
+        withActiveState { $0.subscribe(bufferingPolicy: bufferingPolicy).stream }
+    }
 
     /// Records the changes made from now on until `stop` is called; then the stream ends after
     /// the last recorded change. For `HabitatTesting`'s assertions.

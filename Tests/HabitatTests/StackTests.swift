@@ -146,6 +146,21 @@ import Testing
         #expect(stack.current.currentUser == nil)
     }
 
+    /// A subscriber that doesn't read holds only what its buffering policy keeps.
+    @Test func aBoundedChangeStreamKeepsOnlyTheNewest() async {
+        let stack = makeStack()
+        let latest = stack.changes(bufferingPolicy: .bufferingNewest(1))
+        let oldest = stack.changes(bufferingPolicy: .bufferingOldest(2))
+        for timeout in 1...5 { stack.updateConfig { $0.timeout = timeout } }
+        stack.logout()   // nobody logged in: no change
+        stack.login(user: .ada, token: AuthToken("t"))
+        let kept = await collect(1, from: latest)
+        #expect(kept.map(\.kind) == [.login], "only the newest change was kept")
+        #expect(kept.first?.sequence == 6)
+        let first = await collect(2, from: oldest)
+        #expect(first.map(\.new.config.timeout) == [1, 2], "only the two oldest were kept")
+    }
+
     @Test func changesReportEveryTransitionInOrderWithOldAndNew() async throws {
         let stack = makeStack()
         let changes = stack.changes

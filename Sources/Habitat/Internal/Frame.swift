@@ -56,6 +56,10 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
         _read { yield environmentAddress.pointee }
     }
 
+    /// Whether the environment was taken out (the frame is a spare, or on its way out).
+    @inlinable
+    var isEmpty: Bool { withUnsafeMutablePointerToHeader { $0.pointee.moved } }
+
     /// The stamp the frame was filled with.
     @inlinable
     var stamp: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.stamp } }

@@ -27,7 +27,18 @@ enum Mutex {
         mutex.initialize(to: os_unfair_lock())
         #else
         mutex.initialize(to: pthread_mutex_t())
+        #if DEBUG
+        // Debug builds check every use: relocking from the owning thread, or unlocking a mutex
+        // this thread doesn't hold, returns an error (and traps below) instead of hanging or
+        // corrupting the lock.
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+        let status = pthread_mutex_init(mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+        #else
         let status = pthread_mutex_init(mutex, nil)
+        #endif
         precondition(status == 0, "pthread_mutex_init failed with \(status)")
         #endif
     }
@@ -35,7 +46,8 @@ enum Mutex {
     @inlinable
     static func destroy(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
         #if !canImport(Darwin)
-        pthread_mutex_destroy(mutex)
+        let status = pthread_mutex_destroy(mutex)
+        precondition(status == 0, "pthread_mutex_destroy failed with \(status): the mutex is still locked")
         #endif
         mutex.deinitialize(count: 1)
     }
@@ -45,7 +57,8 @@ enum Mutex {
         #if canImport(Darwin)
         os_unfair_lock_lock(mutex)
         #else
-        pthread_mutex_lock(mutex)
+        let status = pthread_mutex_lock(mutex)
+        precondition(status == 0, "pthread_mutex_lock failed with \(status)")
         #endif
     }
 
@@ -54,7 +67,8 @@ enum Mutex {
         #if canImport(Darwin)
         os_unfair_lock_unlock(mutex)
         #else
-        pthread_mutex_unlock(mutex)
+        let status = pthread_mutex_unlock(mutex)
+        precondition(status == 0, "pthread_mutex_unlock failed with \(status)")
         #endif
     }
 }

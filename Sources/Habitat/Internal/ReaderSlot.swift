@@ -130,6 +130,7 @@ func makeReaderSlot() -> UnsafeMutablePointer<ReaderSlot> {
     let slot = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: line)
         .bindMemory(to: ReaderSlot.self, capacity: 1)
     slot.initialize(to: ReaderSlot())
-    pthread_setspecific(readerSlotKey, slot)
+    let status = pthread_setspecific(readerSlotKey, slot)
+    precondition(status == 0, "pthread_setspecific failed with \(status)")
     return slot
 }

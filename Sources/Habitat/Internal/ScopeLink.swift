@@ -55,19 +55,30 @@ enum Scopes {
     ///
     /// NB: `TaskLocal.get()` is generic and compiled in the Concurrency library, so it copies
     /// the value out through its value witnesses and retains it: most of what a read inside a
-    /// scope cost (376 instructions of it). This asks the runtime for the value's address
-    /// instead, the call `get()` itself makes, and reads the link in place. The link stays
-    /// alive while the caller runs inside the `withValue` that bound it.
+    /// scope cost. This asks the runtime for the value's address instead, the call `get()`
+    /// itself makes, and reads the link in place. The link stays alive while the caller runs
+    /// inside the `withValue` that bound it.
+    ///
+    /// The runtime lookup rests on three assumptions, true of every Swift runtime since 5.5:
+    /// `swift_task_localValueGet` takes the key `TaskLocal` passes (the object's address) and
+    /// returns the address of the bound value's storage, or `nil`; and a `ScopeLink?` is stored
+    /// as one pointer, zero for `nil`. Building with `-Xswiftc -DHABITAT_PLAIN_TASKLOCAL` uses
+    /// `TaskLocal.get()` instead, relying on none of them; CI runs the suite both ways.
     @inlinable
     static func innermostAddress(key: UnsafeRawPointer) -> UnsafeMutableRawPointer? {
+        #if HABITAT_PLAIN_TASKLOCAL
+        return innermost.get().map { Unmanaged.passUnretained($0).toOpaque() }
+        #else
         guard let storage = habitatTaskLocalValueGet(key) else { return nil }
-        // A `ScopeLink?` is one pointer, zero for `nil`.
         return storage.load(as: UnsafeMutableRawPointer?.self)
+        #endif
     }
 }
 
+#if !HABITAT_PLAIN_TASKLOCAL
 /// The Concurrency runtime's lookup behind `TaskLocal.get()`: the address of the value bound
 /// for `key` in the current task (or, outside tasks, the current thread), or `nil` if none is.
 @usableFromInline
 @_silgen_name("swift_task_localValueGet")
 func habitatTaskLocalValueGet(_ key: UnsafeRawPointer) -> UnsafeMutableRawPointer?
+#endif

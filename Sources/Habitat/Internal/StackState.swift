@@ -9,9 +9,9 @@ public import Musl
 
 /// The frames of one stack, or of one `withEnvironment` scope, and the subscribers to its changes.
 ///
-/// Writers serialise on `lock`; readers don't take it (see ``ReaderSlot``). Every write builds a
-/// new immutable ``Frame`` and publishes it by storing its stamp; a pop publishes the stamp of
-/// the frame it uncovers.
+/// Writers serialise on `lock`; readers don't take it (see ``ReaderSlot``). Every write fills a
+/// ``Frame`` (the spare a pop left, or a new one), never changed again while published, and
+/// publishes it by storing its stamp; a pop publishes the stamp of the frame it uncovers.
 ///
 /// NB: everything a push, pop or scope runs is `@inlinable`, so the app's module specialises it
 /// for its own `EnvironmentSchema`. Unspecialised, each call would look up generic metadata at
@@ -92,6 +92,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         guarded.pointee.counted = true
         habitat_atomic_store_release_u64(stampWord, stamp)
         guarded.pointee.liveScopes?.add(1)
+        checkInvariants()
     }
 
     /// Ends a scope's life without freeing its memory, so its stack can pool it: forgets its
@@ -112,6 +113,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         let wasCounted = guarded.pointee.counted
         guarded.pointee.counted = false
         guarded.pointee.sequence = 0
+        checkInvariants()
         unlock()
         for continuation in subscribers { continuation.finish() }
         if wasCounted { guarded.pointee.liveScopes?.subtract(1) }
@@ -158,7 +160,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         if _slowPath(slot.pointee.stamp != loadStamp()) {
             refresh(slot)
         }
-        return Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.unsafelyUnwrapped)
+        return Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.invariantUnwrapped)
     }
 
     @inlinable
@@ -250,6 +252,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             publish(kind, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
             if pushing {
                 guarded.pointee.below.append(frame)
+                checkInvariants()
                 unlock()
                 return true
             }
@@ -262,11 +265,13 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
             if isKnownUniquelyReferenced(&frame) {
                 let replaced = frame.takeEnvironment()
                 if guarded.pointee.spare == nil { guarded.pointee.spare = consume frame }
+                checkInvariants()
                 unlock()
                 // The replaced environment is released here, after the lock, as in `pop()`.
                 _ = consume replaced
                 return true
             }
+            checkInvariants()
             unlock()
             // Another thread holds the old top; should it let go meanwhile, the last release
             // (and the environment's) must still come after the lock.
@@ -302,10 +307,12 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         if unique {
             let environment = old.takeEnvironment()
             if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
+            checkInvariants()
             unlock()
             return environment
         }
         let environment = old.environment
+        checkInvariants()
         unlock()
         withExtendedLifetime(old) {}
         return environment
@@ -339,20 +346,17 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
 
     // MARK: Observing
 
-    @inlinable
-    func changes() -> AsyncStream<EnvironmentChange<App>> {
-        subscribe().stream
-    }
-
     /// A new subscription, with its continuation so the subscriber can end it.
     @inlinable
-    func subscribe() -> (
+    func subscribe(
+        bufferingPolicy: AsyncStream<EnvironmentChange<App>>.Continuation.BufferingPolicy = .unbounded
+    ) -> (
         stream: AsyncStream<EnvironmentChange<App>>,
         continuation: AsyncStream<EnvironmentChange<App>>.Continuation
     ) {
         let (stream, continuation) = AsyncStream.makeStream(
             of: EnvironmentChange<App>.self,
-            bufferingPolicy: .unbounded
+            bufferingPolicy: bufferingPolicy
         )
         lock()
         guarded.pointee.nextSubscriberID += 1

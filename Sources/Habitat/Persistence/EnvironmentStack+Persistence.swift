@@ -12,7 +12,9 @@ extension EnvironmentStack {
     /// Restores a saved session and configuration into the current environment.
     ///
     /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:using:)``
-    /// confirms it; ``SessionDependent`` services receive its token. When nothing was saved, the
+    /// confirms it; ``SessionDependent`` services receive its token. When the secret store
+    /// can't be read, it is ``AuthState/awaitingToken`` instead (see
+    /// ``SessionStore/load()``), and restoring again later completes it. When nothing was saved, the
     /// stack is unchanged. When the saved app was logged out, the configuration is restored and
     /// nobody is logged in. Observers see one change of kind ``EnvironmentChangeKind/restore``.
     ///
@@ -67,6 +69,15 @@ extension EnvironmentStack {
     /// the same error if their own `refresh` could throw it; otherwise (and when the leader was
     /// cancelled) the next one refreshes. A waiting call that is cancelled keeps waiting: the
     /// request it shares goes on for the others.
+    ///
+    /// **Across processes.** With autosave on, stacks and processes that save to the same
+    /// session store take turns too, on a lock file beside it (``SessionStore/lockFile``). The
+    /// one whose turn it is re-reads the store first, and when another refreshed meanwhile, it
+    /// takes the token that one saved instead of calling `refresh`.
+    ///
+    /// A session ``AuthState/awaitingToken`` is completed from the autosave store first; while
+    /// its token still can't be read, nothing is asked and the outcome is
+    /// ``SessionRefreshOutcome/awaitingToken``.
     ///
     /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
     /// that touches its own state.
@@ -162,6 +173,8 @@ extension EnvironmentStack {
     /// The refresh is ``refreshSession(isolation:using:)``'s: requests that find the token
     /// expiring at the same time share one refresh. A token without an expiry date is never
     /// refreshed here; a ``AuthState/restored`` session that hasn't expired is returned as it is.
+    /// A session ``AuthState/awaitingToken`` is completed from the autosave store when its token
+    /// can be read; otherwise this returns `nil`.
     ///
     /// - Parameters:
     ///   - margin: How long before its expiry a token counts as expired; a minute by default.

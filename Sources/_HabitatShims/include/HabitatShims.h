@@ -1,4 +1,4 @@
-// Atomics and a thread-local slot for Habitat's read path.
+// Atomics for Habitat's read path (the per-thread reader slots are pthread keys, in ReaderSlot.swift).
 //
 // NB: Habitat supports systems older than the `Synchronization` module (macOS 15, iOS 18), so
 // the few atomic operations the stack needs are the compiler's own builtins, which the thread
