@@ -21,6 +21,8 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     ///
     /// Consecutive changes have consecutive numbers, so a gap means a change was missed.
     public let sequence: UInt64
+    /// Where the change was made: the operation, the calling line and the label, if any.
+    public let origin: FrameOrigin
 
     /// Creates a change record.
     /// - Parameters:
@@ -29,12 +31,21 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     ///   - new: The current environment after the change.
     ///   - depth: The stack's depth after the change.
     ///   - sequence: The change's position among the stack's changes.
-    public init(kind: EnvironmentChangeKind, old: HabitatEnvironment<App>, new: HabitatEnvironment<App>, depth: Int, sequence: UInt64) {
+    ///   - origin: Where the change was made.
+    public init(
+        kind: EnvironmentChangeKind,
+        old: HabitatEnvironment<App>,
+        new: HabitatEnvironment<App>,
+        depth: Int,
+        sequence: UInt64,
+        origin: FrameOrigin
+    ) {
         self.kind = kind
         self.old = old
         self.new = new
         self.depth = depth
         self.sequence = sequence
+        self.origin = origin
     }
 }
 
@@ -64,10 +75,16 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     public static let userUpdated = Self("userUpdated")
     /// The configuration changed.
     public static let configUpdated = Self("configUpdated")
-    /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:)``).
+    /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:fileID:line:)``).
     public static let restore = Self("restore")
+    /// The base of a stack, as ``EnvironmentStack/init(_:fileID:line:)`` made it: a frame's
+    /// ``FrameOrigin/operation``, never a change's kind.
+    public static let base = Self("base")
+    /// The base of a `withEnvironment` scope: a frame's ``FrameOrigin/operation``, never a
+    /// change's kind.
+    public static let scope = Self("scope")
     /// A restored session was refreshed (see
-    /// ``EnvironmentStack/refreshSession(isolation:using:)``).
+    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)``).
     public static let refresh = Self("refresh")
 
     /// The kind's name.

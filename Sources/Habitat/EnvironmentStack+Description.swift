@@ -1,18 +1,42 @@
 extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
-    /// The stack's depth and who is signed in on its top (the calling task's scope, inside one);
-    /// never the token.
+    /// The frames of the calling task's stack (its innermost scope of this stack, inside one),
+    /// top first: how each was made, and which fields differ from the frame below.
     ///
     /// ```swift
-    /// print(AppEnvironment)   // EnvironmentStack<MyApp>(depth: 1, logged in as Account(id: 1, name: "Ada"), authenticated)
+    /// AppEnvironment.push(label: "preview") { $0.locale = Locale(identifier: "de_DE") }
+    /// for frame in AppEnvironment.frames { print(frame) }
+    /// // 2: push "preview" at MyApp/Previews.swift:12, changed locale
+    /// // 1: base at MyApp/AppEnvironment.swift:3
     /// ```
-    public var description: String {
-        let top = current
-        let session = top.session.map { "logged in as \($0.user), \($0.state)" } ?? "logged out"
-        return "EnvironmentStack<\(App.self)>(depth: \(depth), \(session))"
+    ///
+    /// This is for people: a debugger, a log line, a failing test. It copies every frame's
+    /// environment, so keep it off hot paths.
+    public var frames: [StackFrame<App>] {
+        let frames = withActiveState { $0.frames }
+        return frames.indices.reversed().map { index in
+            let frame = frames[index]
+            let changed = index == 0 ? [] : frame.environment.fieldsDiffering(from: frames[index - 1].environment)
+            return StackFrame(origin: frame.origin, environment: frame.environment, changedFields: changed, depth: index + 1)
+        }
     }
 
-    /// What `dump` shows: the depth and the current environment (not the storage behind them).
+    /// The stack's depth, who is signed in on its top, and where the top frame came from (the
+    /// calling task's scope, inside one); never the token.
+    ///
+    /// ```swift
+    /// print(AppEnvironment)
+    /// // EnvironmentStack<MyApp>(depth: 1, logged in as Account(id: 1, name: "Ada"), authenticated; top: login at MyApp/LoginModel.swift:40)
+    /// ```
+    public var description: String {
+        let frames = withActiveState { $0.frames }
+        let top = frames[frames.count - 1]
+        let session = top.environment.session.map { "logged in as \($0.user), \($0.state)" } ?? "logged out"
+        return "EnvironmentStack<\(App.self)>(depth: \(frames.count), \(session); top: \(top.origin))"
+    }
+
+    /// What `dump` shows: the depth and the frames, top first, each with its origin, the fields
+    /// it changed and its environment (not the storage behind them).
     public var customMirror: Mirror {
-        Mirror(self, children: ["depth": depth, "current": current], displayStyle: .class)
+        Mirror(self, children: ["depth": depth, "frames": frames], displayStyle: .class)
     }
 }

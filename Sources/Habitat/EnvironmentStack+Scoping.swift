@@ -2,8 +2,8 @@ extension EnvironmentStack {
     /// Runs `operation` with a changed environment, for the calling task and its child tasks only.
     ///
     /// Inside `operation`, ``current`` is a copy of the current environment changed by `change`.
-    /// It is the base of a stack of the scope's own: ``push(_:)-(HabitatEnvironment<App>)``,
-    /// ``pop()``, ``login(user:token:)``, ``logout()`` and the updates act on it, never on the
+    /// It is the base of a stack of the scope's own: ``push(_:label:fileID:line:)``,
+    /// ``pop(fileID:line:)``, ``login(user:token:fileID:line:)``, ``logout(fileID:line:)`` and the updates act on it, never on the
     /// stack outside or on another task's scope. When `operation` returns or throws, all of it is
     /// gone and the outside is exactly as it was. Scopes nest.
     ///
@@ -16,21 +16,25 @@ extension EnvironmentStack {
     /// The scope follows the task, not the thread: code that escapes it (a `DispatchQueue`
     /// closure, `Task.detached`) sees the stack outside. Capture the environment as a value
     /// (`let env = AppEnvironment.current`) and pass it along, or re-enter the scope there with
-    /// ``withEnvironment(_:operation:)-(HabitatEnvironment<App>,_)``.
+    /// ``withEnvironment(_:fileID:line:operation:)-(HabitatEnvironment<App>,_,_,_)``.
     ///
     /// - Parameters:
     ///   - change: Changes the copy that the scope starts from.
+    ///   - fileID: The calling file, recorded as the scope base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
         _ change: (inout HabitatEnvironment<App>) -> Void,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         operation: () throws(E) -> R
     ) throws(E) -> R {
         var environment = current
         change(&environment)
-        return try withScope(makeScope(environment), operation: operation)
+        return try withScope(makeScope(environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
     }
 
     /// Runs `operation` with `environment` as the base of a scope of its own, for the calling
@@ -46,15 +50,19 @@ extension EnvironmentStack {
     /// ```
     /// - Parameters:
     ///   - environment: The scope's base environment.
+    ///   - fileID: The calling file, recorded as the scope base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
     @inlinable
     public func withEnvironment<R, E: Error>(
         _ environment: HabitatEnvironment<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         operation: () throws(E) -> R
     ) throws(E) -> R {
-        try withScope(makeScope(copy environment), operation: operation)
+        try withScope(makeScope(copy environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
     }
 
     /// Runs `operation` in the scope `link` begins, then ends the scope.
@@ -75,7 +83,7 @@ extension EnvironmentStack {
     /// Runs the asynchronous `operation` with a changed environment, for the calling task and
     /// the child tasks it starts (`async let`, task groups, `Task {}`) only.
     ///
-    /// See ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` for what a scope
+    /// See ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` for what a scope
     /// is.
     ///
     /// ```swift
@@ -89,6 +97,8 @@ extension EnvironmentStack {
     /// - Parameters:
     ///   - change: Changes the copy that the scope starts from; it may await.
     ///   - isolation: The actor to run `change` and `operation` on; the caller's, by default.
+    ///   - fileID: The calling file, recorded as the scope base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
@@ -96,11 +106,14 @@ extension EnvironmentStack {
     public func withEnvironment<R, E: Error>(
         _ change: (inout HabitatEnvironment<App>) async -> Void,
         isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
         var environment = current
         await change(&environment)
-        return try await withScope(makeScope(environment), isolation: isolation, operation: operation)
+        let origin = FrameOrigin(.scope, fileID: fileID, line: line)
+        return try await withScope(makeScope(environment, origin: origin), isolation: isolation, operation: operation)
     }
 
     /// Runs the asynchronous `operation` with `environment` as the base of a scope of its own,
@@ -109,6 +122,8 @@ extension EnvironmentStack {
     /// - Parameters:
     ///   - environment: The scope's base environment.
     ///   - isolation: The actor to run `operation` on; the caller's, by default.
+    ///   - fileID: The calling file, recorded as the scope base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     ///   - operation: The work to run in the scope.
     /// - Returns: What `operation` returns.
     /// - Throws: Whatever `operation` throws, after the scope has ended.
@@ -116,9 +131,12 @@ extension EnvironmentStack {
     public func withEnvironment<R, E: Error>(
         _ environment: HabitatEnvironment<App>,
         isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        try await withScope(makeScope(copy environment), isolation: isolation, operation: operation)
+        let origin = FrameOrigin(.scope, fileID: fileID, line: line)
+        return try await withScope(makeScope(copy environment, origin: origin), isolation: isolation, operation: operation)
     }
 
     /// Runs the asynchronous `operation` in the scope `link` begins, then ends the scope.
@@ -146,17 +164,17 @@ extension EnvironmentStack {
 
     /// Builds the task-local link for a new scope of this stack, based on `environment`.
     @inlinable
-    func makeScope(_ environment: consuming HabitatEnvironment<App>) -> ScopeLink {
+    func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> ScopeLink {
         let next = Scopes.innermostAddress(key: scopesKey).map {
             Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue()
         }
         if let pooled = scopePool.take() {
             unsafeDowncast(pooled.state.invariantUnwrapped, to: StackState<App>.self)
-                .reuse(base: environment)
+                .reuse(base: environment, origin: origin)
             pooled.relink(to: next)
             return pooled
         }
-        let state = StackState.make(base: environment, liveScopes: liveScopes)
+        let state = StackState.make(base: environment, origin: origin, liveScopes: liveScopes)
         return ScopeLink(stackID: id, state: state, next: next)
     }
 

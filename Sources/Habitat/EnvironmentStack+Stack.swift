@@ -5,11 +5,15 @@ extension EnvironmentStack {
     /// AppEnvironment.push(HabitatEnvironment(services: .mock, config: .test))
     /// defer { AppEnvironment.pop() }
     /// ```
-    /// - Parameter environment: The new current environment.
+    /// - Parameters:
+    ///   - environment: The new current environment.
+    ///   - label: A label for the frame, shown by ``frames`` and in the change it publishes.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     /// - Complexity: Amortized O(1).
     @inlinable
-    public func push(_ environment: HabitatEnvironment<App>) {
-        withActiveState { $0.push { $0 = environment } }
+    public func push(_ environment: HabitatEnvironment<App>, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
+        withActiveState { $0.push(FrameOrigin(.push, label: label, fileID: fileID, line: line)) { $0 = environment } }
     }
 
     /// Pushes a changed copy of the current environment.
@@ -22,11 +26,21 @@ extension EnvironmentStack {
     /// writer changes the stack while `change` runs, `change` runs again on the newer top, so
     /// keep it free of side effects.
     ///
-    /// - Parameter change: Changes the copy that becomes the new top.
+    /// - Parameters:
+    ///   - label: A label for the frame, shown by ``frames`` and in the change it publishes.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    ///   - change: Changes the copy that becomes the new top.
     /// - Throws: Whatever `change` throws; nothing is pushed then.
     @inlinable
-    public func push<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
-        try withActiveState { (state) throws(E) in try state.push(change) }
+    public func push<E: Error>(
+        label: String? = nil,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ change: (inout HabitatEnvironment<App>) throws(E) -> Void
+    ) throws(E) {
+        let origin = FrameOrigin(.push, label: label, fileID: fileID, line: line)
+        try withActiveState { (state) throws(E) in try state.push(origin, change) }
     }
 
     /// Removes the top environment and returns it.
@@ -34,19 +48,27 @@ extension EnvironmentStack {
     /// The base is never popped: on a stack (or scope) with only its base left, `pop()` returns
     /// `nil` and changes nothing.
     ///
+    /// - Parameters:
+    ///   - fileID: The calling file, recorded in the change it publishes.
+    ///   - line: The calling line, recorded with it.
     /// - Returns: The removed environment, or `nil` when only the base is left.
     @inlinable @discardableResult
-    public func pop() -> HabitatEnvironment<App>? {
-        withActiveState { $0.pop() }
+    public func pop(fileID: StaticString = #fileID, line: UInt = #line) -> HabitatEnvironment<App>? {
+        withActiveState { $0.pop(FrameOrigin(.pop, fileID: fileID, line: line)) }
     }
 
     /// Replaces the top environment with `environment`.
     ///
     /// On a stack with only its base, this replaces the base.
-    /// - Parameter environment: The new current environment.
+    /// - Parameters:
+    ///   - environment: The new current environment.
+    ///   - label: A label for the frame, shown by ``frames`` and in the change it publishes.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     @inlinable
-    public func replaceCurrent(_ environment: HabitatEnvironment<App>) {
-        withActiveState { $0.update(.replace) { $0 = environment; return true } }
+    public func replaceCurrent(_ environment: HabitatEnvironment<App>, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
+        let origin = FrameOrigin(.replace, label: label, fileID: fileID, line: line)
+        withActiveState { $0.update(origin) { $0 = environment; return true } }
     }
 
     /// Replaces the top environment with a changed copy of it, atomically.
@@ -58,12 +80,22 @@ extension EnvironmentStack {
     /// If another writer changes the stack while `change` runs, `change` runs again on the newer
     /// top, so keep it free of side effects.
     ///
-    /// - Parameter change: Changes the copy that replaces the top.
+    /// - Parameters:
+    ///   - label: A label for the frame, shown by ``frames`` and in the change it publishes.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    ///   - change: Changes the copy that replaces the top.
     /// - Throws: Whatever `change` throws; nothing changes then.
     @inlinable
-    public func replaceCurrent<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
+    public func replaceCurrent<E: Error>(
+        label: String? = nil,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ change: (inout HabitatEnvironment<App>) throws(E) -> Void
+    ) throws(E) {
+        let origin = FrameOrigin(.replace, label: label, fileID: fileID, line: line)
         try withActiveState { (state) throws(E) in
-            try state.update(.replace) { (environment) throws(E) in
+            try state.update(origin) { (environment) throws(E) in
                 try change(&environment)
                 return true
             }

@@ -4,9 +4,9 @@ public import _HabitatShims
 ///
 /// An app keeps one stack in a global `let` (conventionally named `AppEnvironment`) and reads
 /// ``current`` wherever it needs a service, the user or the configuration. Tests and previews
-/// ``push(_:)-(HabitatEnvironment<App>)`` a changed world and ``pop()`` it afterwards, or, better,
+/// ``push(_:label:fileID:line:)`` a changed world and ``pop(fileID:line:)`` it afterwards, or, better,
 /// change it for one task with
-/// ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` so parallel tests never
+/// ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` so parallel tests never
 /// meet.
 ///
 /// ```swift
@@ -24,10 +24,10 @@ public import _HabitatShims
 /// a half-applied transition. Reading ``current`` takes no lock and allocates nothing.
 ///
 /// ### Scopes
-/// Inside ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` the stack acts on a
+/// Inside ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` the stack acts on a
 /// stack of the scope's own, for the calling task and its child tasks only: ``current`` is the
-/// scope's top, and ``push(_:)-(HabitatEnvironment<App>)``, ``pop()``, ``login(user:token:)``,
-/// ``logout()`` and the updates change the scope's stack, never the global one or another task's.
+/// scope's top, and ``push(_:label:fileID:line:)``, ``pop(fileID:line:)``, ``login(user:token:fileID:line:)``,
+/// ``logout(fileID:line:)`` and the updates change the scope's stack, never the global one or another task's.
 /// When the scope ends, they are gone.
 // Safe: every stored property is immutable. The two raw pointers point into the atomic
 // words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
@@ -58,12 +58,15 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
 
     /// Creates a stack whose base is `base`.
     ///
-    /// The base can be replaced (``replaceCurrent(_:)-(HabitatEnvironment<App>)``) but never
+    /// The base can be replaced (``replaceCurrent(_:label:fileID:line:)``) but never
     /// popped.
-    /// - Parameter base: The environment at the bottom of the stack.
-    public init(_ base: HabitatEnvironment<App>) {
+    /// - Parameters:
+    ///   - base: The environment at the bottom of the stack.
+    ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    public init(_ base: HabitatEnvironment<App>, fileID: StaticString = #fileID, line: UInt = #line) {
         id = stackIDSource.add(1)
-        root = StackState.make(base: base, liveScopes: nil)
+        root = StackState.make(base: base, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
         liveScopesWord = liveScopes.storage
         rootStampWord = root.stampWord
         scopesKey = Scopes.key

@@ -26,11 +26,11 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     // state may then keep the empty frame as its spare and `refill()` it, still under its lock,
     // before publishing it again. Every other access is a read.
 
-    /// Creates a frame holding `environment`, with a new stamp.
+    /// Creates a frame holding `environment`, made by `origin`, with a new stamp.
     @inlinable
-    static func make(_ environment: consuming HabitatEnvironment<App>, stamp: UInt64) -> Frame<App> {
+    static func make(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin, stamp: UInt64) -> Frame<App> {
         let frame = unsafeDowncast(
-            Frame.create(minimumCapacity: 1) { _ in FrameHeader(stamp: stamp) },
+            Frame.create(minimumCapacity: 1) { _ in FrameHeader(stamp: stamp, origin: origin) },
             to: Frame<App>.self
         )
         frame.environmentAddress.initialize(to: environment)
@@ -64,13 +64,17 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     @inlinable
     var stamp: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.stamp } }
 
-    /// Puts `environment` into a frame whose environment was taken, with a new stamp, so the
-    /// frame can be pushed again without an allocation. Call with the owning state's lock held,
-    /// on its spare frame.
+    /// How the frame was made.
     @inlinable
-    func refill(_ environment: consuming HabitatEnvironment<App>, stamp: UInt64) {
+    var origin: FrameOrigin { withUnsafeMutablePointerToHeader { $0.pointee.origin } }
+
+    /// Puts `environment` into a frame whose environment was taken, with a new stamp and the
+    /// origin of the write that refills it, so the frame can be pushed again without an
+    /// allocation. Call with the owning state's lock held, on its spare frame.
+    @inlinable
+    func refill(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin, stamp: UInt64) {
         environmentAddress.initialize(to: environment)
-        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(stamp: stamp) }
+        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(stamp: stamp, origin: origin) }
     }
 
     /// Moves the environment out of a frame that nothing else references. Call with the owning
@@ -84,12 +88,16 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     }
 }
 
-/// A frame's header: its stamp, and whether its environment was moved out.
+/// A frame's header: its stamp, how it was made, and whether its environment was moved out.
 @usableFromInline
 struct FrameHeader {
     @usableFromInline var stamp: UInt64
+    @usableFromInline var origin: FrameOrigin
     @usableFromInline var moved = false
 
     @inlinable
-    init(stamp: UInt64) { self.stamp = stamp }
+    init(stamp: UInt64, origin: FrameOrigin) {
+        self.stamp = stamp
+        self.origin = origin
+    }
 }

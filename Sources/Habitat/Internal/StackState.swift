@@ -56,11 +56,28 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         }
     }
 
+    /// The one place a frame is filled: the `empty` frame (a spare) refilled when there is one,
+    /// a new frame otherwise. Every path that puts an environment on a stack comes here, so each
+    /// frame gets its environment, its origin and its stamp together.
+    @inlinable
+    static func frame(
+        _ environment: consuming HabitatEnvironment<App>,
+        origin: FrameOrigin,
+        stamp: UInt64,
+        reusing empty: consuming Frame<App>?
+    ) -> Frame<App> {
+        if let empty {
+            empty.refill(environment, origin: origin, stamp: stamp)
+            return empty
+        }
+        return Frame.make(environment, origin: origin, stamp: stamp)
+    }
+
     /// Creates the state of a stack (or scope) whose base is `base`.
     @inlinable
-    static func make(base: consuming HabitatEnvironment<App>, liveScopes: AtomicCounter?) -> StackState<App> {
+    static func make(base: consuming HabitatEnvironment<App>, origin: FrameOrigin, liveScopes: AtomicCounter?) -> StackState<App> {
         let stamp = nextStamp()
-        let top = Frame.make(base, stamp: stamp)
+        let top = frame(base, origin: origin, stamp: stamp, reusing: nil)
         let buffer = StackState.create(minimumCapacity: 1) { _ in
             Guarded(top: top, liveScopes: liveScopes)
         }
@@ -80,15 +97,15 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// change stream's termination handler may still revive it through a weak reference, but
     /// only to remove a subscriber, under the lock; `reuse` doesn't touch the subscribers.)
     @inlinable
-    func reuse(base: consuming HabitatEnvironment<App>) {
+    func reuse(base: consuming HabitatEnvironment<App>, origin: FrameOrigin) {
         let stamp = nextStamp()
+        var empty: Frame<App>?
         if isKnownUniquelyReferenced(&guarded.pointee.top) {
             _ = guarded.pointee.top.takeEnvironment()
-            guarded.pointee.top.refill(consume base, stamp: stamp)
-        } else {
-            // A thread's reader slot still holds the old base: leave it to that slot.
-            guarded.pointee.top = Frame.make(consume base, stamp: stamp)
+            empty = guarded.pointee.top
         }
+        // Otherwise a thread's reader slot still holds the old base: it is left to that slot.
+        guarded.pointee.top = Self.frame(consume base, origin: origin, stamp: stamp, reusing: empty.take())
         guarded.pointee.counted = true
         habitat_atomic_store_release_u64(stampWord, stamp)
         guarded.pointee.liveScopes?.add(1)
@@ -186,6 +203,13 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         return guarded.pointee.below.count + 1
     }
 
+    /// Every frame, base first: its origin and its environment, copied.
+    var frames: [(origin: FrameOrigin, environment: HabitatEnvironment<App>)] {
+        lock()
+        defer { unlock() }
+        return (guarded.pointee.below + [guarded.pointee.top]).map { ($0.origin, $0.environment) }
+    }
+
     // MARK: Writing
 
     /// Pushes a copy of the top, changed by `change`, atomically.
@@ -193,26 +217,27 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// `change` runs without the lock held, so it may read the stack; if another writer
     /// committed meanwhile, it runs again on a copy of the newer top.
     @inlinable
-    func push<E: Error>(_ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
-        _ = try write(.push, pushing: true) { (environment) throws(E) in
+    func push<E: Error>(_ origin: FrameOrigin, _ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
+        _ = try write(origin, pushing: true) { (environment) throws(E) in
             try change(&environment)
             return true
         }
     }
 
-    /// Replaces the top with a copy changed by `change`, atomically; see ``push(_:)``. When
-    /// `change` returns `false`, nothing is committed.
+    /// Replaces the top with a copy changed by `change`, atomically; see ``push(_:_:)``. When
+    /// `change` returns `false`, nothing is committed. The new frame, and the change published,
+    /// carry `origin`.
     ///
     /// - Returns: Whether the change was committed.
     @inlinable @discardableResult
     func update<E: Error>(
-        _ kind: EnvironmentChangeKind,
+        _ origin: FrameOrigin,
         _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
-        try write(kind, pushing: false, change)
+        try write(origin, pushing: false, change)
     }
 
-    /// The optimistic write loop behind ``push(_:)`` and ``update(_:_:)``: copies the top it
+    /// The optimistic write loop behind ``push(_:_:)`` and ``update(_:_:)``: copies the top it
     /// reads through the calling thread's slot, changes the copy without the lock, and commits
     /// under the lock if the stamp is still the one it read.
     ///
@@ -221,7 +246,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// push and a pop copy the environment once and touch no reference count but the frames'.
     @inlinable
     func write<E: Error>(
-        _ kind: EnvironmentChangeKind,
+        _ origin: FrameOrigin,
         pushing: Bool,
         _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
@@ -240,16 +265,10 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
                 unlock()
                 continue
             }
-            var frame: Frame<App>
-            if let spare = guarded.pointee.spare.take() {
-                spare.refill(consume new, stamp: stamp)
-                frame = spare
-            } else {
-                frame = Frame.make(consume new, stamp: stamp)
-            }
+            var frame = Self.frame(consume new, origin: origin, stamp: stamp, reusing: guarded.pointee.spare.take())
             swap(&guarded.pointee.top, &frame)
             // `frame` is now the old top.
-            publish(kind, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
+            publish(origin, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
             if pushing {
                 guarded.pointee.below.append(frame)
                 checkInvariants()
@@ -280,9 +299,10 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         }
     }
 
-    /// Removes the top frame unless it is the base, and returns its environment.
+    /// Removes the top frame unless it is the base, and returns its environment; the change
+    /// published carries `origin`.
     @inlinable
-    func pop() -> HabitatEnvironment<App>? {
+    func pop(_ origin: FrameOrigin) -> HabitatEnvironment<App>? {
         lock()
         guard var old = guarded.pointee.below.popLast() else {
             unlock()
@@ -290,7 +310,7 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         }
         swap(&guarded.pointee.top, &old)
         // `old` is now the frame that was on top.
-        publish(.pop, old: old, new: guarded.pointee.top, depth: guarded.pointee.below.count + 1)
+        publish(origin, old: old, new: guarded.pointee.top, depth: guarded.pointee.below.count + 1)
         // NB: a popped frame that no reader holds gives up its environment without a copy, and
         // stays as the spare for the next push. A thread that pushed and then read holds the
         // pushed frame in its own slot: that hold is let go of first.
@@ -321,23 +341,24 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     /// Publishes `new`'s stamp and tells subscribers. Call with `lock` held, once `new` is the
     /// top; `depth` is the stack's depth with `new` on top.
     @inlinable @inline(__always)
-    func publish(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>, depth: Int) {
+    func publish(_ origin: FrameOrigin, old: Frame<App>, new: Frame<App>, depth: Int) {
         habitat_atomic_store_release_u64(stampWord, new.stamp)
         guarded.pointee.sequence &+= 1
         if _slowPath(!guarded.pointee.subscribers.isEmpty) {
-            notify(kind, old: old, new: new, depth: depth)
+            notify(origin, old: old, new: new, depth: depth)
         }
     }
 
     /// Sends a change to every subscriber. Call with `lock` held.
     @inlinable @inline(never)
-    func notify(_ kind: EnvironmentChangeKind, old: Frame<App>, new: Frame<App>, depth: Int) {
+    func notify(_ origin: FrameOrigin, old: Frame<App>, new: Frame<App>, depth: Int) {
         let change = EnvironmentChange(
-            kind: kind,
+            kind: origin.operation,
             old: old.environment,
             new: new.environment,
             depth: depth,
-            sequence: guarded.pointee.sequence
+            sequence: guarded.pointee.sequence,
+            origin: origin
         )
         for continuation in guarded.pointee.subscribers.values {
             continuation.yield(change)

@@ -117,8 +117,8 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
 }
 
 extension EnvironmentStack {
-    /// Saves the session and configuration to `sessions` after every ``login(user:token:)``,
-    /// ``logout()``, user or configuration update, and session refresh on the global stack.
+    /// Saves the session and configuration to `sessions` after every ``login(user:token:fileID:line:)``,
+    /// ``logout(fileID:line:)``, user or configuration update, and session refresh on the global stack.
     ///
     /// Saving happens on a background queue, never on the caller's thread: a transition only
     /// marks the stack as needing a save. Saves run one at a time and each writes the stack's
@@ -127,7 +127,7 @@ extension EnvironmentStack {
     /// far: before the app is suspended, or before a test looks at the store.
     ///
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
-    /// made inside a ``withEnvironment(_:operation:)-((HabitatEnvironment<App>)->Void,_)`` scope
+    /// made inside a ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` scope
     /// are never saved either.
     ///
     /// ```swift

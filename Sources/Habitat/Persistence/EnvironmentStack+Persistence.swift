@@ -11,7 +11,7 @@ extension EnvironmentStack {
 
     /// Restores a saved session and configuration into the current environment.
     ///
-    /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:using:)``
+    /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:fileID:line:using:)``
     /// confirms it; ``SessionDependent`` services receive its token. When the secret store
     /// can't be read, it is ``AuthState/awaitingToken`` instead (see
     /// ``SessionStore/load()``), and restoring again later completes it. When nothing was saved, the
@@ -25,14 +25,22 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// - Parameter sessions: Where to restore from.
+    /// - Parameters:
+    ///   - sessions: Where to restore from.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     /// - Returns: What was restored, or `nil` when nothing was saved.
     /// - Throws: ``SnapshotError``; the stack and the stored data are unchanged then.
     @discardableResult
-    public func restore(from sessions: SessionStore<App>) throws(SnapshotError) -> SessionSnapshot<App>? {
+    public func restore(
+        from sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) throws(SnapshotError) -> SessionSnapshot<App>? {
         guard let snapshot = try sessions.load() else { return nil }
+        let origin = FrameOrigin(.restore, fileID: fileID, line: line)
         withActiveState { state in
-            state.update(.restore) { environment in
+            state.update(origin) { environment in
                 environment.config = snapshot.config
                 environment.session = snapshot.session
                 environment.applySession()
@@ -84,28 +92,34 @@ extension EnvironmentStack {
     ///
     /// - Parameters:
     ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     ///   - refresh: Asks the server about the session.
     /// - Returns: What happened.
     /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
     ///   unchanged then.
     public func refreshSession<E: Error>(
         isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> SessionRefreshOutcome {
-        try await refreshSession(expecting: nil, isolation: isolation, using: refresh)
+        try await refreshSession(expecting: nil, isolation: isolation, at: (fileID, line), using: refresh)
     }
 
-    /// ``refreshSession(isolation:using:)``, but only while the session's token is `expected`
-    /// (when given): a caller that judged a token expiring doesn't refresh its successor.
+    /// ``refreshSession(isolation:fileID:line:using:)``, but only while the session's token is
+    /// `expected` (when given): a caller that judged a token expiring doesn't refresh its
+    /// successor. `site` is the caller's, for the origins of the frames it makes.
     private func refreshSession<E: Error>(
         expecting expected: AuthToken?,
         isolation: isolated (any Actor)?,
+        at site: (fileID: StaticString, line: UInt),
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> SessionRefreshOutcome {
         while true {
             guard let session = current.session else { return .notLoggedIn }
             if session.state == .awaitingToken {
-                guard completeAwaitingToken() else { return .awaitingToken }
+                guard completeAwaitingToken(at: site) else { return .awaitingToken }
                 continue
             }
             if let expected, session.token != expected { return .superseded }
@@ -139,14 +153,14 @@ extension EnvironmentStack {
                         throw error
                     }
                 }
-                let outcome = apply(answer, to: session, expired: expired, joined: false)
+                let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
                 // The new token is on disk before anyone who waited for it resumes.
                 await autosave.flush()
                 shared?.lock.endRefresh(turn)
                 RefreshFlights.shared.land(key, with: .success(answer), as: App.User.self)
                 return outcome
             case .answer(.success(let answer)):
-                return apply(answer, to: session, expired: expired, joined: true)
+                return apply(answer, to: session, expired: expired, joined: true, at: site)
             case .stale:
                 continue
             case .answer(.failure(let error)):
@@ -170,7 +184,7 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// The refresh is ``refreshSession(isolation:using:)``'s: requests that find the token
+    /// The refresh is ``refreshSession(isolation:fileID:line:using:)``'s: requests that find the token
     /// expiring at the same time share one refresh. A token without an expiry date is never
     /// refreshed here; a ``AuthState/restored`` session that hasn't expired is returned as it is.
     /// A session ``AuthState/awaitingToken`` is completed from the autosave store when its token
@@ -179,6 +193,8 @@ extension EnvironmentStack {
     /// - Parameters:
     ///   - margin: How long before its expiry a token counts as expired; a minute by default.
     ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - fileID: The calling file, recorded in the ``FrameOrigin`` of a frame a refresh makes.
+    ///   - line: The calling line, recorded with it.
     ///   - refresh: Asks the server about the session.
     /// - Returns: The session after the refresh, if one was needed; `nil` when nobody is logged
     ///   in or the refresh ended the session.
@@ -186,19 +202,21 @@ extension EnvironmentStack {
     public func validSession<E: Error>(
         refreshingWithin margin: Duration = .seconds(60),
         isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> UserSession<App.User>? {
         var environment = current
         guard var session = environment.session else { return nil }
         if session.state == .awaitingToken {
-            guard completeAwaitingToken() else { return nil }
+            guard completeAwaitingToken(at: (fileID, line)) else { return nil }
             environment = current
             guard let completed = environment.session, completed.state != .awaitingToken else { return nil }
             session = completed
         }
         let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
         guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
-        _ = try await refreshSession(expecting: session.token, isolation: isolation, using: refresh)
+        _ = try await refreshSession(expecting: session.token, isolation: isolation, at: (fileID, line), using: refresh)
         return current.session
     }
 
@@ -225,12 +243,12 @@ extension EnvironmentStack {
 
     /// Reads the token of a session ``AuthState/awaitingToken`` from the autosave store, when
     /// its secret store can be read again. Returns whether the session has its token now.
-    private func completeAwaitingToken() -> Bool {
+    private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
               let loaded = (try? sessions.load())??.session, loaded.state != .awaitingToken
         else { return false }
         let committed = withActiveState { state in
-            state.update(.restore) { environment in
+            state.update(FrameOrigin(.restore, fileID: site.fileID, line: site.line)) { environment in
                 guard environment.session?.state == .awaitingToken else { return false }
                 environment.session = loaded
                 environment.applySession()
@@ -247,13 +265,14 @@ extension EnvironmentStack {
         _ answer: SessionRefresh<App.User>,
         to session: UserSession<App.User>,
         expired: Bool,
-        joined: Bool
+        joined: Bool,
+        at site: (fileID: StaticString, line: UInt)
     ) -> SessionRefreshOutcome {
         var outcome = SessionRefreshOutcome.superseded
         let committed = withActiveState { state in
             switch answer {
             case .refreshed(let token, let user):
-                state.update(.refresh) { environment in
+                state.update(FrameOrigin(.refresh, fileID: site.fileID, line: site.line)) { environment in
                     // NB: a write may run its change again on a newer top; decide afresh.
                     outcome = .superseded
                     if joined, environment.session?.token == token {
@@ -267,7 +286,7 @@ extension EnvironmentStack {
                     return true
                 }
             case .ended:
-                state.update(.logout) { environment in
+                state.update(FrameOrigin(.logout, fileID: site.fileID, line: site.line)) { environment in
                     outcome = .superseded
                     if joined, environment.session == nil {
                         outcome = .ended(expired: expired)
@@ -294,7 +313,7 @@ public enum SessionRefresh<User: Sendable>: Sendable {
     case ended
 }
 
-/// What ``EnvironmentStack/refreshSession(isolation:using:)`` did.
+/// What ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` did.
 public enum SessionRefreshOutcome: Sendable, Hashable {
     /// The session is ``AuthState/authenticated`` with the new token.
     case refreshed

@@ -9,7 +9,7 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// What ``restore(from:)`` restores, it restores. When the secret store can't be read right
+    /// What ``restore(from:fileID:line:)`` restores, it restores. When the secret store can't be read right
     /// now, the user's data is restored and the session waits for its token
     /// (``LaunchRestore/awaitingToken(_:problem:)``); nothing is deleted, and restoring again
     /// later completes it. When it can't restore at all, the stack stays as it was
@@ -18,12 +18,19 @@ extension EnvironmentStack {
     /// other problem (a newer version, an unreadable store) leaves the stored data untouched
     /// for a later launch or a newer app (``LaunchRestore/failed(_:)``).
     ///
-    /// - Parameter sessions: Where to restore from.
+    /// - Parameters:
+    ///   - sessions: Where to restore from.
+    ///   - fileID: The calling file, recorded in the restored frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     /// - Returns: What the launch found.
     @discardableResult
-    public func restoreAtLaunch(from sessions: SessionStore<App>) -> LaunchRestore<App> {
+    public func restoreAtLaunch(
+        from sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> LaunchRestore<App> {
         do throws(SnapshotError) {
-            guard let snapshot = try restore(from: sessions) else { return .nothingSaved }
+            guard let snapshot = try restore(from: sessions, fileID: fileID, line: line) else { return .nothingSaved }
             if let problem = snapshot.tokenProblem { return .awaitingToken(snapshot, problem: .store(problem)) }
             return .restored(snapshot)
         } catch {
@@ -35,7 +42,7 @@ extension EnvironmentStack {
     }
 }
 
-/// What ``EnvironmentStack/restoreAtLaunch(from:)`` found.
+/// What ``EnvironmentStack/restoreAtLaunch(from:fileID:line:)`` found.
 public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// The saved state is back; its session, if any, is ``AuthState/restored`` until a refresh.
     case restored(SessionSnapshot<App>)

@@ -185,7 +185,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// A secret store that throws is not taken for one without a token: the session loads as
     /// ``AuthState/awaitingToken``, with the user's data and an empty token, and
     /// ``SessionSnapshot/tokenProblem`` says why. Nothing is deleted; a later load (or
-    /// ``EnvironmentStack/refreshSession(isolation:using:)`` with autosave on) reads the token
+    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` with autosave on) reads the token
     /// once the secret store can be read again.
     ///
     /// A token that no saved snapshot names, such as one a Keychain kept after the app was
@@ -478,7 +478,7 @@ extension SessionStore {
 extension EnvironmentStack {
     /// Moves a token that an earlier version of the app kept in a plain store (`UserDefaults`,
     /// say) into `sessions`, where the token lives in the secret store. Call it at launch,
-    /// before ``restoreAtLaunch(from:)``.
+    /// before ``restoreAtLaunch(from:fileID:line:)``.
     ///
     /// ```swift
     /// let legacy = UserDefaultsStore(.standard)

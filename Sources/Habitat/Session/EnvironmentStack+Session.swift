@@ -11,9 +11,12 @@ extension EnvironmentStack {
     /// - Parameters:
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     @inlinable
-    public func login(user: App.User, token: AuthToken) {
-        withActiveState { $0.update(.login) { $0.logIn(user: user, token: token); return true } }
+    public func login(user: App.User, token: AuthToken, fileID: StaticString = #fileID, line: UInt = #line) {
+        let origin = FrameOrigin(.login, fileID: fileID, line: line)
+        withActiveState { $0.update(origin) { $0.logIn(user: user, token: token); return true } }
         didTransition()
     }
 
@@ -22,12 +25,16 @@ extension EnvironmentStack {
     /// ``SessionDependent`` services are told nobody is signed in. Logging out while nobody is
     /// logged in changes nothing and publishes no change.
     ///
+    /// - Parameters:
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     /// - Returns: The session that ended, or `nil` when nobody was logged in.
     @inlinable @discardableResult
-    public func logout() -> UserSession<App.User>? {
+    public func logout(fileID: StaticString = #fileID, line: UInt = #line) -> UserSession<App.User>? {
         var ended: UserSession<App.User>?
+        let origin = FrameOrigin(.logout, fileID: fileID, line: line)
         let committed = withActiveState { state in
-            state.update(.logout) { environment in
+            state.update(origin) { environment in
                 ended = environment.session
                 guard ended != nil else { return false }
                 environment.logOut()
@@ -40,13 +47,17 @@ extension EnvironmentStack {
 
     /// Replaces the signed-in user's data, keeping the token and the auth state.
     ///
-    /// - Parameter user: The updated user.
+    /// - Parameters:
+    ///   - user: The updated user.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
     ///   is unchanged then.
     @inlinable
-    public func updateCurrentUser(_ user: App.User) throws(SessionError) {
+    public func updateCurrentUser(_ user: App.User, fileID: StaticString = #fileID, line: UInt = #line) throws(SessionError) {
+        let origin = FrameOrigin(.userUpdated, fileID: fileID, line: line)
         try withActiveState { (state) throws(SessionError) in
-            try state.update(.userUpdated) { (environment) throws(SessionError) in
+            try state.update(origin) { (environment) throws(SessionError) in
                 try environment.updateCurrentUser(user)
                 return true
             }
@@ -59,13 +70,21 @@ extension EnvironmentStack {
     /// ```swift
     /// try AppEnvironment.updateCurrentUser { $0.displayName = "Ada" }
     /// ```
-    /// - Parameter change: Changes a copy of the current user.
+    /// - Parameters:
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    ///   - change: Changes a copy of the current user.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the stack
     ///   is unchanged then.
     @inlinable
-    public func updateCurrentUser(_ change: (inout App.User) -> Void) throws(SessionError) {
+    public func updateCurrentUser(
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        _ change: (inout App.User) -> Void
+    ) throws(SessionError) {
+        let origin = FrameOrigin(.userUpdated, fileID: fileID, line: line)
         try withActiveState { (state) throws(SessionError) in
-            try state.update(.userUpdated) { (environment) throws(SessionError) in
+            try state.update(origin) { (environment) throws(SessionError) in
                 guard var user = environment.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
                 change(&user)
                 try environment.updateCurrentUser(user)
@@ -76,10 +95,14 @@ extension EnvironmentStack {
     }
 
     /// Replaces the configuration.
-    /// - Parameter config: The new configuration.
+    /// - Parameters:
+    ///   - config: The new configuration.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
     @inlinable
-    public func updateConfig(_ config: App.Config) {
-        withActiveState { $0.update(.configUpdated) { $0.config = config; return true } }
+    public func updateConfig(_ config: App.Config, fileID: StaticString = #fileID, line: UInt = #line) {
+        let origin = FrameOrigin(.configUpdated, fileID: fileID, line: line)
+        withActiveState { $0.update(origin) { $0.config = config; return true } }
         didTransition()
     }
 
@@ -88,11 +111,15 @@ extension EnvironmentStack {
     /// ```swift
     /// AppEnvironment.updateConfig { $0.features.insert("new-onboarding") }
     /// ```
-    /// - Parameter change: Changes a copy of the current configuration.
+    /// - Parameters:
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    ///   - change: Changes a copy of the current configuration.
     @inlinable
-    public func updateConfig(_ change: (inout App.Config) -> Void) {
+    public func updateConfig(fileID: StaticString = #fileID, line: UInt = #line, _ change: (inout App.Config) -> Void) {
+        let origin = FrameOrigin(.configUpdated, fileID: fileID, line: line)
         withActiveState { state in
-            state.update(.configUpdated) { environment in
+            state.update(origin) { environment in
                 change(&environment.config)
                 return true
             }

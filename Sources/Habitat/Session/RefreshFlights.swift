@@ -1,5 +1,5 @@
 /// The session refreshes in flight in this process: one per stack (or scope) and token, so that
-/// concurrent ``EnvironmentStack/refreshSession(isolation:using:)`` calls for one session share
+/// concurrent ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` calls for one session share
 /// one call to the server.
 ///
 /// The first caller leads: it runs its refresh closure, applies the answer to its stack (which

@@ -3,8 +3,8 @@
 ///
 /// When an app's `Services` type conforms, every transition that changes the session hands the
 /// new session to ``sessionChanged(to:)`` on the new environment's services, in the same atomic
-/// step: ``EnvironmentStack/login(user:token:)``, ``EnvironmentStack/logout()`` (with `nil`),
-/// ``EnvironmentStack/updateCurrentUser(_:)-(App.User)``, a refresh and a restore. No reader ever
+/// step: ``EnvironmentStack/login(user:token:fileID:line:)``, ``EnvironmentStack/logout(fileID:line:)`` (with `nil`),
+/// ``EnvironmentStack/updateCurrentUser(_:fileID:line:)``, a refresh and a restore. No reader ever
 /// sees a session whose services still know the previous one.
 ///
 /// ```swift
