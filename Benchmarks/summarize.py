@@ -41,7 +41,7 @@ ROWS = [
     ("3 nested scopes, 1 read", "nested-scopes/habitat", "TaskLocal copy+box x3 (same work)", "nested-scopes/tasklocal-copy-box", None),
     ("async scope, Task.yield inside, 1 read", "async-scope/habitat", "async withDependencies, plain set", "async-scope/swift-dependencies", None),
     ("async scope, Task.yield inside, 1 read", "async-scope/habitat", "TaskLocal copy+box (same work)", "async-scope/tasklocal-copy-box", None),
-    ("push modified copy + pop", "push-pop/habitat", "unsynchronised array (floor)", "push-pop/floor", 1.2),
+    ("push modified copy + pop", "push-pop/habitat", "unsynchronised array (floor)", "push-pop/floor", 1.5),
     ("push modified copy + pop", "push-pop/habitat", "the same array behind a mutex", "push-pop/locked-floor", None),
     ("login + logout", "login-logout/habitat", "same two changes in place, array + mutex (floor)", "login-logout/floor", None),
     ("login + logout, autosave on (JSON files)", "login-logout/habitat-autosave", "Habitat, autosave off", "login-logout/habitat", 2),

@@ -59,33 +59,34 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
 
     /// Creates a kind with a name.
     /// - Parameter name: A short name for the kind of change.
+    @inlinable
     public init(_ name: String) { self.name = name }
 
     /// A new environment was pushed on top.
-    public static let push = Self("push")
+    @inlinable public static var push: Self { Self("push") }
     /// The top environment was popped.
-    public static let pop = Self("pop")
+    @inlinable public static var pop: Self { Self("pop") }
     /// The top environment was replaced.
-    public static let replace = Self("replace")
+    @inlinable public static var replace: Self { Self("replace") }
     /// A user logged in.
-    public static let login = Self("login")
+    @inlinable public static var login: Self { Self("login") }
     /// The user logged out.
-    public static let logout = Self("logout")
+    @inlinable public static var logout: Self { Self("logout") }
     /// The signed-in user's data changed.
-    public static let userUpdated = Self("userUpdated")
+    @inlinable public static var userUpdated: Self { Self("userUpdated") }
     /// The configuration changed.
-    public static let configUpdated = Self("configUpdated")
+    @inlinable public static var configUpdated: Self { Self("configUpdated") }
     /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:fileID:line:)``).
-    public static let restore = Self("restore")
+    @inlinable public static var restore: Self { Self("restore") }
     /// The base of a stack, as ``EnvironmentStack/init(_:fileID:line:)`` made it: a frame's
     /// ``FrameOrigin/operation``, never a change's kind.
-    public static let base = Self("base")
+    @inlinable public static var base: Self { Self("base") }
     /// The base of a `withEnvironment` scope: a frame's ``FrameOrigin/operation``, never a
     /// change's kind.
-    public static let scope = Self("scope")
+    @inlinable public static var scope: Self { Self("scope") }
     /// A restored session was refreshed (see
     /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)``).
-    public static let refresh = Self("refresh")
+    @inlinable public static var refresh: Self { Self("refresh") }
 
     /// The kind's name.
     public var description: String { name }

@@ -19,7 +19,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomR
     public let label: String?
     /// The line of the call.
     public let line: UInt
-    private let staticFileID: StaticString
+    @usableFromInline let staticFileID: StaticString
 
     /// Creates an origin.
     /// - Parameters:
@@ -27,6 +27,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomR
     ///   - label: A label for people reading the stack.
     ///   - fileID: The calling file, as `#fileID` gives it (`Module/File.swift`).
     ///   - line: The calling line.
+    @inlinable
     public init(_ operation: EnvironmentChangeKind, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
         self.operation = operation
         self.label = label

@@ -500,8 +500,9 @@ extension EnvironmentStack {
     ///   - legacyKey: The token's key there; its value is the token as UTF-8 text or a JSON
     ///     string.
     ///   - sessions: Where the session goes.
-    ///   - user: The user the token belongs to; called only when there is a token to move.
-    ///     Return `nil` to leave the legacy token where it is.
+    ///   - user: The user the token belongs to; called only when there is a token to move,
+    ///     while `sessions` is locked (so it must not use `sessions` itself). Return `nil` to
+    ///     leave the legacy token where it is.
     /// - Returns: What happened.
     /// - Throws: ``SnapshotError``; the legacy token is still in place then.
     @discardableResult
