@@ -139,7 +139,7 @@ extension EnvironmentStack {
                 }
                 // Other processes and stacks that share the saved session take turns too, and
                 // one that refreshed while this one waited has saved the token it got.
-                let shared = scopedStateUnretained() == nil ? autosave.sessions : nil
+                let shared = sharedSessions()
                 let turn = await beginSharedRefresh(shared)
                 let answer: SessionRefresh<App.User>
                 if let rotated = rotatedToken(in: shared, replacing: session) {
@@ -220,10 +220,19 @@ extension EnvironmentStack {
         return current.session
     }
 
+    /// The autosave store, when the calling task acts on the global stack and the store has a
+    /// lock file that other processes and stacks refresh by.
+    private func sharedSessions() -> SessionStore<App>? {
+        guard scopedStateUnretained() == nil, let sessions = autosave.sessions, sessions.lock.refreshPath != nil else {
+            return nil
+        }
+        return sessions
+    }
+
     /// Waits for this stack's turn to refresh the session saved in `sessions`, after saving
     /// what autosave still has to save (so the others see this stack's token).
     private func beginSharedRefresh(_ sessions: SessionStore<App>?) async -> Int32? {
-        guard let sessions, sessions.lock.refreshPath != nil else { return nil }
+        guard let sessions else { return nil }
         await autosave.flush()
         return await sessions.lock.beginRefresh()
     }
@@ -234,8 +243,7 @@ extension EnvironmentStack {
     ///
     /// NB: a session that is gone from the store is not taken as ended: the server decides that.
     private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
-        guard let sessions, sessions.lock.refreshPath != nil,
-              let stored = (try? sessions.load())??.session,
+        guard let sessions, let stored = (try? sessions.load())??.session,
               stored.state != .awaitingToken, stored.token.secret != session.token.secret
         else { return nil }
         return .refreshed(token: stored.token, user: stored.user)
@@ -248,7 +256,7 @@ extension EnvironmentStack {
               let loaded = (try? sessions.load())??.session, loaded.state != .awaitingToken
         else { return false }
         let committed = withActiveState { state in
-            state.update(FrameOrigin(.restore, fileID: site.fileID, line: site.line)) { environment in
+            state.update(FrameOrigin(.restore, at: site)) { environment in
                 guard environment.session?.state == .awaitingToken else { return false }
                 environment.session = loaded
                 environment.applySession()
@@ -272,7 +280,7 @@ extension EnvironmentStack {
         let committed = withActiveState { state in
             switch answer {
             case .refreshed(let token, let user):
-                state.update(FrameOrigin(.refresh, fileID: site.fileID, line: site.line)) { environment in
+                state.update(FrameOrigin(.refresh, at: site)) { environment in
                     // NB: a write may run its change again on a newer top; decide afresh.
                     outcome = .superseded
                     if joined, environment.session?.token == token {
@@ -286,7 +294,7 @@ extension EnvironmentStack {
                     return true
                 }
             case .ended:
-                state.update(FrameOrigin(.logout, fileID: site.fileID, line: site.line)) { environment in
+                state.update(FrameOrigin(.logout, at: site)) { environment in
                     outcome = .superseded
                     if joined, environment.session == nil {
                         outcome = .ended(expired: expired)
@@ -327,4 +335,11 @@ public enum SessionRefreshOutcome: Sendable, Hashable {
     case awaitingToken
     /// The session changed while the refresh ran; its result was dropped.
     case superseded
+}
+
+extension FrameOrigin {
+    /// The origin of a frame a refresh makes, at the caller's `site`.
+    fileprivate init(_ operation: EnvironmentChangeKind, at site: (fileID: StaticString, line: UInt)) {
+        self.init(operation, fileID: site.fileID, line: site.line)
+    }
 }

@@ -1,7 +1,7 @@
 /// The stack core's invariant checks.
 ///
-/// Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole suite that way), every write,
-/// pop, scope reuse and scope retirement checks the state it leaves (see
+/// Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole suite that way), every release
+/// of a state's lock, and every scope reuse, checks the state it leaves (see
 /// ``StackState/checkInvariants()``), and ``Swift/Optional/invariantUnwrapped`` traps on `nil`.
 /// Without it the checks compile to nothing, and the unwraps that the read path relies on cost
 /// no branch.
@@ -29,7 +29,8 @@ func checkInvariant(_ condition: @autoclosure () -> Bool, _ message: @autoclosur
 }
 
 extension StackState {
-    /// Checks what every write, pop and scope change must leave behind. Call with the lock held.
+    /// Checks what every holder of the lock, and every scope reuse, must leave behind. Call with
+    /// the lock held (``unlock()`` does), or on a state nothing else references.
     @inlinable
     func checkInvariants() {
         #if HABITAT_CHECKS

@@ -59,7 +59,6 @@ extension StackState {
             publish(origin, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
             if pushing {
                 guarded.pointee.below.append(frame)
-                checkInvariants()
                 unlock()
                 return true
             }
@@ -72,13 +71,11 @@ extension StackState {
             if isKnownUniquelyReferenced(&frame) {
                 let replaced = frame.takeEnvironment()
                 if guarded.pointee.spare == nil { guarded.pointee.spare = consume frame }
-                checkInvariants()
                 unlock()
                 // The replaced environment is released here, after the lock, as in `pop()`.
                 _ = consume replaced
                 return true
             }
-            checkInvariants()
             unlock()
             // Another thread holds the old top; should it let go meanwhile, the last release
             // (and the environment's) must still come after the lock.
@@ -115,12 +112,10 @@ extension StackState {
         if unique {
             let environment = old.takeEnvironment()
             if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
-            checkInvariants()
             unlock()
             return environment
         }
         let environment = old.environment
-        checkInvariants()
         unlock()
         withExtendedLifetime(old) {}
         return environment

@@ -130,7 +130,6 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
         let wasCounted = guarded.pointee.counted
         guarded.pointee.counted = false
         guarded.pointee.sequence = 0
-        checkInvariants()
         unlock()
         for continuation in subscribers { continuation.finish() }
         if wasCounted { guarded.pointee.liveScopes?.subtract(1) }
@@ -163,7 +162,12 @@ final class StackState<App: EnvironmentSchema>: ManagedBuffer<StackState<App>.Gu
     func lock() { Mutex.lock(withUnsafeMutablePointerToElements { StateWord.mutex(in: $0) }) }
 
     @inlinable
-    func unlock() { Mutex.unlock(withUnsafeMutablePointerToElements { StateWord.mutex(in: $0) }) }
+    func unlock() {
+        // Whatever a holder of the lock changed, it leaves the state whole (checked only in
+        // builds with HABITAT_CHECKS; nothing otherwise).
+        checkInvariants()
+        Mutex.unlock(withUnsafeMutablePointerToElements { StateWord.mutex(in: $0) })
+    }
 
     @inlinable
     func loadStamp() -> UInt64 { habitat_atomic_load_acquire_u64(stampWord) }
