@@ -188,25 +188,37 @@ final class LockedValue<Value: Sendable>: @unchecked Sendable {
     func get() -> Value { lock.lock(); defer { lock.unlock() }; return value }
 }
 
-/// Login + logout `pairs` times with `subscribers` tasks consuming the changes, while another
-/// thread reads. Returns (ns per login + logout, slowest 1,000-read block in ns).
-func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, Double) {
+/// Login + logout for `duration` ns with `subscribers` change streams, while another thread
+/// reads. Returns (ns per login + logout, slowest 1,000-read block in ns).
+///
+/// Every run lasts the same time: the slowest block of a longer run is more likely to include
+/// a moment the system took the reader's core, whatever the stack does.
+///
+/// `consuming`: a task per stream reads every change. On two cores those tasks take the CPU from
+/// the reading thread, so its slowest block measures the scheduler as much as the stack. Idle
+/// subscribers (bounded to their newest change, never read) cost the writer the same fan-out
+/// and take no CPU, so the reader's slowest block shows what the writer's lock costs it.
+func subscribed(_ side: String, subscribers: Int, duration: UInt64, consuming: Bool) async -> (Double, Double) {
     let token = AuthToken("t")
     var consumers: [Task<Void, Never>] = []
     var time = 0.0
     var worst = 0.0
     if side == "habitat" {
         let stack = EnvironmentStack<BenchApp>(makeEnvironment())
+        var idle: [AsyncStream<EnvironmentChange<BenchApp>>] = []
         for _ in 0..<subscribers {
+            guard consuming else {
+                idle.append(stack.changes(bufferingPolicy: .bufferingNewest(1)))
+                continue
+            }
             let changes = stack.changes
             consumers.append(Task { for await change in changes { sink(change.kind) } })
         }
+        defer { withExtendedLifetime(idle) {} }
         let stopReading = readBlocks { stack.current.config.timeout }
-        time = nanoseconds {
-            for _ in 0..<pairs {
-                stack.login(user: benchUser, token: token)
-                stack.logout()
-            }
+        time = repeatFor(duration) {
+            stack.login(user: benchUser, token: token)
+            stack.logout()
         }
         worst = stopReading()
     } else {
@@ -214,11 +226,19 @@ func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, 
         // to every subscriber's stream under the lock (so all see them in order).
         let locked = LockedArrayStack(makeEnvironment())
         var continuations: [AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.Continuation] = []
+        var idle: [AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>] = []
         for _ in 0..<subscribers {
-            let (stream, continuation) = AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.makeStream()
+            let (stream, continuation) = AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.makeStream(
+                bufferingPolicy: consuming ? .unbounded : .bufferingNewest(1)
+            )
             continuations.append(continuation)
+            guard consuming else {
+                idle.append(stream)
+                continue
+            }
             consumers.append(Task { for await change in stream { sink(change.1.isLoggedIn) } })
         }
+        defer { withExtendedLifetime(idle) {} }
         let stopReading = readBlocks { locked.readTimeout() }
         func change(_ body: (inout HabitatEnvironment<BenchApp>) -> Void) {
             locked.mutex.lock()
@@ -228,35 +248,48 @@ func subscribed(_ side: String, subscribers: Int, pairs: Int) async -> (Double, 
             for continuation in continuations { continuation.yield((old, new)) }
             locked.mutex.unlock()
         }
-        time = nanoseconds {
-            for _ in 0..<pairs {
-                change { $0.session = UserSession(user: benchUser, token: token) }
-                change { $0.session = nil }
-            }
+        time = repeatFor(duration) {
+            change { $0.session = UserSession(user: benchUser, token: token) }
+            change { $0.session = nil }
         }
         worst = stopReading()
         for continuation in continuations { continuation.finish() }
     }
     for consumer in consumers { consumer.cancel() }
     for consumer in consumers { await consumer.value }
-    return (time / Double(pairs), worst)
+    return (time, worst)
+}
+
+/// Runs `body` again and again for `duration` ns; the time per run, in ns.
+func repeatFor(_ duration: UInt64, _ body: () -> Void) -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    var runs = 0
+    var now = start
+    while now - start < duration {
+        body()
+        runs += 1
+        now = DispatchTime.now().uptimeNanoseconds
+    }
+    return Double(now - start) / Double(runs)
 }
 
 func measureSubscribers() async {
-    let pairs = smoke ? 100 : 2_000
-    for subscribers in smoke ? [0, 10] : [0, 1, 10, 100] {
-        var times: [String: [Double]] = [:]
-        var worst: [String: [Double]] = [:]
-        for _ in 0..<(smoke ? 1 : 7) {
-            for side in ["habitat", "floor"] {
-                let (time, slowest) = await subscribed(side, subscribers: subscribers, pairs: pairs)
-                times[side, default: []].append(time)
-                worst[side, default: []].append(slowest)
+    let duration: UInt64 = smoke ? 5_000_000 : 200_000_000
+    for (group, consuming) in [("subscribers", true), ("idle-subscribers", false)] {
+        for subscribers in smoke ? [0, 10] : [0, 1, 10, 100] {
+            var times: [String: [Double]] = [:]
+            var worst: [String: [Double]] = [:]
+            for _ in 0..<(smoke ? 1 : 7) {
+                for side in ["habitat", "floor"] {
+                    let (time, slowest) = await subscribed(side, subscribers: subscribers, duration: duration, consuming: consuming)
+                    times[side, default: []].append(time)
+                    worst[side, default: []].append(slowest)
+                }
             }
-        }
-        for side in ["habitat", "floor"] {
-            emit("subscribers", subscribers, side, "ns_per_login_logout", median(times[side]!))
-            emit("subscribers", subscribers, side, "worst_1000_reads_ns", median(worst[side]!))
+            for side in ["habitat", "floor"] {
+                emit(group, subscribers, side, "ns_per_login_logout", median(times[side]!))
+                emit(group, subscribers, side, "worst_1000_reads_ns", median(worst[side]!))
+            }
         }
     }
 }
@@ -376,7 +409,9 @@ func measureChurn() {
     }
 }
 
-try measureDocuments()
-measureChurn()
-await measureSubscribers()
-await measureScopes()
+// `--only documents|churn|subscribers|scopes` measures one section.
+let only = CommandLine.arguments.firstIndex(of: "--only").map { CommandLine.arguments[$0 + 1] }
+if only == nil || only == "documents" { try measureDocuments() }
+if only == nil || only == "churn" { measureChurn() }
+if only == nil || only == "subscribers" { await measureSubscribers() }
+if only == nil || only == "scopes" { await measureScopes() }

@@ -34,7 +34,7 @@ extension EnvironmentStack {
     ) throws(E) -> R {
         var environment = current
         change(&environment)
-        return try withScope(makeScope(environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
+        return try withScope(makeScope(consume environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
     }
 
     /// Runs `operation` with `environment` as the base of a scope of its own, for the calling
@@ -98,7 +98,7 @@ extension EnvironmentStack {
         var environment = current
         await change(&environment)
         let origin = FrameOrigin(.scope, fileID: fileID, line: line)
-        return try await withScope(makeScope(environment, origin: origin), isolation: isolation, operation: operation)
+        return try await withScope(makeScope(consume environment, origin: origin), isolation: isolation, operation: operation)
     }
 
     /// Runs the asynchronous `operation` with `environment` as the base of a scope of its own,

@@ -1,5 +1,3 @@
-import _HabitatShims
-
 /// A stack of environments: the app's world now, with earlier worlds underneath.
 ///
 /// An app keeps one stack in a global `let` (conventionally named `AppEnvironment`) and reads
@@ -29,9 +27,9 @@ import _HabitatShims
 /// scope's top, and ``push(_:label:fileID:line:)``, ``pop(fileID:line:)``, ``login(user:token:fileID:line:)``,
 /// ``logout(fileID:line:)`` and the updates change the scope's stack, never the global one or another task's.
 /// When the scope ends, they are gone.
-// Safe: every stored property is immutable. The two raw pointers point into the atomic
-// words of `root` (its stamp) and `liveScopes`, which this object keeps alive, and are only
-// read with atomic loads. All mutable state lives in `StackState`, behind its lock.
+// Safe: every stored property is immutable and thread-safe: the states keep their mutable parts
+// behind their locks, and `scopePool` is only used through `withLock` (a `Locked` can't say
+// `Sendable`, being a `ManagedBuffer`).
 public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable {
     /// Process-unique, so a task's scopes can name their stack without retaining it.
     @usableFromInline let id: UInt64
@@ -39,22 +37,11 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let root: StackState<App>
     /// How many scope states of this stack are alive. While it is zero, no task can be in a
     /// scope of this stack, and a read goes straight to `root` without a task-local lookup.
-    @usableFromInline let liveScopes = AtomicCounter(0)
+    @usableFromInline let liveScopes = AtomicWord(0)
     /// Scope states whose scopes ended, ready for the next `withEnvironment`.
-    ///
-    /// NB: building a scope's state and tearing it down again were most of what a scope cost;
-    /// a scope that leaves nothing behind hands its state back here instead.
-    @usableFromInline let scopePool = ScopePool<App>()
+    @usableFromInline let scopePool = Locked.make([StackState<App>]())
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
-    /// `liveScopes.storage` and `root.stampWord`, read directly on the hot path.
-    ///
-    /// NB: reaching them through `self` alone, without touching `root`, keeps the read path
-    /// free of retains of objects that every thread shares.
-    @usableFromInline let liveScopesWord: UnsafeMutablePointer<UInt64>
-    @usableFromInline let rootStampWord: UnsafeMutablePointer<UInt64>
-    /// `Scopes.key`, kept here so that a read inside a scope doesn't touch a global.
-    @usableFromInline let scopesKey: UnsafeRawPointer
 
     /// Creates a stack whose base is `base`.
     ///
@@ -65,11 +52,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     public init(_ base: HabitatEnvironment<App>, fileID: StaticString = #fileID, line: UInt = #line) {
-        id = stackIDSource.add(1)
-        root = StackState.make(base: base, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
-        liveScopesWord = liveScopes.storage
-        rootStampWord = root.stampWord
-        scopesKey = Scopes.key
+        id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+        root = StackState(stackID: id, base: base, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
     }
 
     /// How many environments are on the stack (in the calling task's scope, inside one),
@@ -114,10 +98,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// Records the changes made from now on until `stop` is called; then the stream ends after
     /// the last recorded change. For `HabitatTesting`'s assertions.
     package func recordChanges() -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
-        let (stream, continuation) = withActiveState { $0.subscribe() }
-        return (stream, { continuation.finish() })
+        let (stream, finish) = withActiveState { $0.subscribe() }
+        return (stream, finish)
     }
 }
 
 @usableFromInline
-let stackIDSource = AtomicCounter(0)
+let stackIDSource = AtomicWord(0)

@@ -39,14 +39,14 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     private var working = false
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.
-    @usableFromInline let enabled = AtomicCounter(0)
+    @usableFromInline let enabled = AtomicWord(0)
 
     init() {}
 
     func enable(_ target: Target) {
         lock.withLock {
             self.target = target
-            enabled.store(1)
+            enabled.store(1, ordering: .releasing)
         }
     }
 
@@ -59,7 +59,7 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     func disable() {
         lock.withLock {
             target = nil
-            enabled.store(0)
+            enabled.store(0, ordering: .releasing)
         }
     }
 
@@ -167,7 +167,7 @@ extension EnvironmentStack {
     /// Called after a session or configuration transition committed.
     @inlinable
     func didTransition() {
-        if _slowPath(autosave.enabled.load() != 0) { autosaveIfUnscoped() }
+        if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }
     }
 
     @usableFromInline

@@ -12,96 +12,80 @@ public import Musl
 @usableFromInline typealias PlatformMutex = pthread_mutex_t
 #endif
 
-/// A mutex the thread sanitizer understands, at an address of the caller's choosing.
+/// A value and the mutex that guards it, in one allocation.
 ///
 /// NB: `Synchronization.Mutex` would be the natural choice, but it needs macOS 15 / iOS 18 and
 /// the thread sanitizer cannot see its futex, so it reports false races. `pthread_mutex_t` (or
-/// `os_unfair_lock` on Apple platforms) is fast when uncontended and visible to TSan. It must
-/// not move while in use, so it lives in heap memory: a ``Lock`` object, or the tail of a
-/// stack state's own allocation.
+/// `os_unfair_lock` on Apple platforms) is fast when uncontended and visible to TSan; it must
+/// not move while in use, so it lives in this object's tail. Every return code is checked, and
+/// debug builds use an error-checking mutex, so relocking from the owner or unlocking from
+/// another thread traps instead of hanging.
 @usableFromInline
-enum Mutex {
+final class Locked<Value>: ManagedBuffer<Value, PlatformMutex> {
     @inlinable
-    static func initialize(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
-        #if canImport(Darwin)
-        mutex.initialize(to: os_unfair_lock())
-        #else
-        mutex.initialize(to: pthread_mutex_t())
-        #if DEBUG
-        // Debug builds check every use: relocking from the owning thread, or unlocking a mutex
-        // this thread doesn't hold, returns an error (and traps below) instead of hanging or
-        // corrupting the lock.
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
-        let status = pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
-        #else
-        let status = pthread_mutex_init(mutex, nil)
-        #endif
-        precondition(status == 0, "pthread_mutex_init failed with \(status)")
-        #endif
+    static func make(_ value: Value) -> Locked<Value> {
+        let locked = unsafeDowncast(create(minimumCapacity: 1) { _ in value }, to: Locked<Value>.self)
+        locked.withUnsafeMutablePointerToElements { mutex in
+            #if canImport(Darwin)
+            mutex.initialize(to: os_unfair_lock())
+            #else
+            mutex.initialize(to: pthread_mutex_t())
+            var attributes = pthread_mutexattr_t()
+            pthread_mutexattr_init(&attributes)
+            #if DEBUG
+            pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ERRORCHECK))
+            #endif
+            let status = pthread_mutex_init(mutex, &attributes)
+            pthread_mutexattr_destroy(&attributes)
+            precondition(status == 0, "pthread_mutex_init failed with \(status)")
+            #endif
+        }
+        return locked
     }
 
     @inlinable
-    static func destroy(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
-        #if !canImport(Darwin)
-        let status = pthread_mutex_destroy(mutex)
-        precondition(status == 0, "pthread_mutex_destroy failed with \(status): the mutex is still locked")
-        #endif
-        mutex.deinitialize(count: 1)
+    deinit {
+        // The value, this buffer's header, is destroyed by `ManagedBuffer` itself.
+        withUnsafeMutablePointerToElements { mutex in
+            #if !canImport(Darwin)
+            let status = pthread_mutex_destroy(mutex)
+            precondition(status == 0, "pthread_mutex_destroy failed with \(status): the mutex is still locked")
+            #endif
+            mutex.deinitialize(count: 1)
+        }
     }
 
+    /// Runs `body` with the lock held, on the value in place.
     @inlinable
-    static func lock(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
+    func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        let (value, mutex) = withUnsafeMutablePointers { ($0, $1) }
         #if canImport(Darwin)
         os_unfair_lock_lock(mutex)
+        defer { os_unfair_lock_unlock(mutex) }
         #else
         let status = pthread_mutex_lock(mutex)
         precondition(status == 0, "pthread_mutex_lock failed with \(status)")
+        defer {
+            let status = pthread_mutex_unlock(mutex)
+            precondition(status == 0, "pthread_mutex_unlock failed with \(status)")
+        }
         #endif
-    }
-
-    @inlinable
-    static func unlock(_ mutex: UnsafeMutablePointer<PlatformMutex>) {
-        #if canImport(Darwin)
-        os_unfair_lock_unlock(mutex)
-        #else
-        let status = pthread_mutex_unlock(mutex)
-        precondition(status == 0, "pthread_mutex_unlock failed with \(status)")
-        #endif
+        return try body(&value.pointee)
     }
 }
 
-/// A lock object, for the classes that need one of their own.
+/// A lock guarding no value of its own, for classes that guard several properties.
 @usableFromInline
-// Safe: the mutex lives at a fixed heap address for the object's lifetime and is only
-// touched through the platform's lock functions, which are themselves thread-safe.
+// Safe: `locked` guards nothing but itself (`Locked` can't say `Sendable`, being a
+// `ManagedBuffer`), and is only used through `withLock`.
 final class Lock: @unchecked Sendable {
-    @usableFromInline let mutex: UnsafeMutablePointer<PlatformMutex>
+    @usableFromInline let locked = Locked.make(())
 
-    @usableFromInline
-    init() {
-        mutex = .allocate(capacity: 1)
-        Mutex.initialize(mutex)
-    }
-
-    deinit {
-        Mutex.destroy(mutex)
-        mutex.deallocate()
-    }
-
-    @inlinable
-    func lock() { Mutex.lock(mutex) }
-
-    @inlinable
-    func unlock() { Mutex.unlock(mutex) }
+    @usableFromInline init() {}
 
     /// Runs `body` with the lock held.
     @inlinable
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        lock()
-        defer { unlock() }
-        return try body()
+        try locked.withLock { (_) throws(E) in try body() }
     }
 }

@@ -1,5 +1,3 @@
-public import _HabitatShims
-
 // The read path: `current`, and how a call finds the state it acts on (the root, or its task's
 // innermost scope of this stack) without retaining it.
 extension EnvironmentStack {
@@ -7,13 +5,11 @@ extension EnvironmentStack {
     /// unretained: `root` lives as long as the stack, and a scope's state as long as the caller
     /// runs inside the scope.
     ///
-    /// NB: the root state's reference count is shared by every thread that writes the stack;
-    /// a push and a pop each retained and released it.
+    /// NB: the root state's reference count is shared by every thread that uses the stack;
+    /// retaining it on every call was a write to memory all threads share.
     @inlinable
     var activeStateUnretained: Unmanaged<StackState<App>> {
-        if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) {
-            return Unmanaged.passUnretained(root)
-        }
+        if _fastPath(liveScopes.load(ordering: .acquiring) == 0) { return Unmanaged.passUnretained(root) }
         return scopedStateUnretained() ?? Unmanaged.passUnretained(root)
     }
 
@@ -26,16 +22,15 @@ extension EnvironmentStack {
         }.get()
     }
 
-    /// The calling task's innermost scope state of this stack, if any, unretained: the scope
-    /// binding it keeps it alive while the caller runs inside that scope.
+    /// The calling task's innermost scope state of this stack, if any, unretained: the task's
+    /// binding keeps it alive while the caller runs inside that scope. While no scope of this
+    /// stack is alive (`liveScopes` is zero), callers skip this lookup.
     @inlinable
     func scopedStateUnretained() -> Unmanaged<StackState<App>>? {
-        var address = Scopes.innermostAddress(key: scopesKey)
+        var address = Scopes.innermostAddress
         while let link = address {
-            let (stackID, state, next) = Unmanaged<ScopeLink>.fromOpaque(link)._withUnsafeGuaranteedRef {
-                ($0.stackID, $0.stateAddress, $0.nextAddress)
-            }
-            if stackID == id { return Unmanaged<StackState<App>>.fromOpaque(state) }
+            let (stackID, next) = Unmanaged<ScopeLink>.fromOpaque(link)._withUnsafeGuaranteedRef { ($0.stackID, $0.nextAddress) }
+            if stackID == id { return Unmanaged.fromOpaque(link) }
             address = next
         }
         return nil
@@ -51,16 +46,7 @@ extension EnvironmentStack {
     public var current: HabitatEnvironment<App> {
         _read {
             let slot = currentReaderSlot()
-            if _fastPath(habitat_atomic_load_acquire_u64(liveScopesWord) == 0) {
-                if _slowPath(slot.pointee.stamp != habitat_atomic_load_acquire_u64(rootStampWord)) {
-                    root.refresh(slot)
-                }
-            } else if let scoped = scopedStateUnretained() {
-                _ = scoped._withUnsafeGuaranteedRef { $0.frame(for: slot) }
-            } else {
-                _ = root.frame(for: slot)
-            }
-            let frame = Unmanaged<Frame<App>>.fromOpaque(slot.pointee.frame.invariantUnwrapped)
+            let frame = activeStateUnretained._withUnsafeGuaranteedRef { $0.frame(for: slot) }
             slot.pointee.borrows &+= 1
             defer { slot.pointee.endBorrow() }
             // NB: read in place through the frame's address, without retaining the frame (the

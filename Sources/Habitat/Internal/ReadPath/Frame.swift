@@ -1,103 +1,76 @@
 /// One environment on a stack, boxed so that publishing it is one pointer store.
 ///
-/// Readers only ever read a frame's environment, in place, through ``environment``. The one
-/// write after creation is ``takeEnvironment()``, which moves the environment out of a popped
-/// frame that nothing else references, so `pop()` costs no copy.
+/// A frame's address names it while anything holds it: the state a frame sits on publishes
+/// its top frame's address, and a reader whose slot holds the frame at that address knows it
+/// is current. Readers only read a frame's environment, in place. The writes after creation
+/// are ``takeEnvironment()`` and ``refill(_:origin:)``, which a state makes under its lock on a
+/// frame off its stack that nothing else references (`isKnownUniquelyReferenced`), so no
+/// reader can see them.
 ///
-/// Every frame carries a stamp, unique in the process, given when it is filled. The state it
-/// sits on publishes the stamp of its top frame, so a stamp names one frame with one content:
-/// after a push and a pop, the state's stamp is the old top's again, and a reader that still
-/// holds that frame needs no refresh.
-///
-/// NB: measured against a copy-on-write `HabitatEnvironment` (one box for all fields, which would make
-/// this frame unnecessary): the box made pushes cheaper, but every field read then had to
-/// retain the box, a write to memory that all reading threads share. Reads are the hot path,
-/// so the environment stays a plain struct and the stack boxes it once per push. The frame is a
-/// `ManagedBuffer` so that the environment lives in the frame's own allocation, at an address
-/// a reader can borrow from without a retain or an exclusivity check.
+/// NB: the environment stays a plain struct, boxed once per push, because reads are the hot
+/// path: with a copy-on-write environment every field read retained the box, a write to
+/// memory that all reading threads share. The frame is a `ManagedBuffer` so the environment
+/// lives in the frame's own allocation, at an address a reader borrows from without a retain
+/// or an exclusivity check.
 @usableFromInline
 final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnvironment<App>> {
-    // Not `Sendable` (`ManagedBuffer` can't be), but shared between threads only inside the
-    // lock-protected `StackState` and the per-thread `ReaderSlot`, under these rules:
-    // the header and the element are written when the frame is created, before it is
-    // published, and afterwards only by `takeEnvironment()`, which the owning state calls with
-    // its lock held, on a frame that is off the stack and that nothing else references
-    // (`isKnownUniquelyReferenced`), so no other thread can read it then or ever again; the
-    // state may then keep the empty frame as its spare and `refill()` it, still under its lock,
-    // before publishing it again. Every other access is a read.
-
-    /// Creates a frame holding `environment`, made by `origin`, with a new stamp.
     @inlinable
-    static func make(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin, stamp: UInt64) -> Frame<App> {
-        let frame = unsafeDowncast(
-            Frame.create(minimumCapacity: 1) { _ in FrameHeader(stamp: stamp, origin: origin) },
-            to: Frame<App>.self
-        )
+    static func make(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> Frame<App> {
+        let frame = unsafeDowncast(create(minimumCapacity: 1) { _ in FrameHeader(origin: origin) }, to: Frame<App>.self)
         frame.environmentAddress.initialize(to: environment)
         return frame
     }
 
     @inlinable
     deinit {
-        withUnsafeMutablePointers { header, environment in
-            if !header.pointee.moved { environment.deinitialize(count: 1) }
-        }
+        // NB: a class's deinit is not specialised for the app: finding the environment's type
+        // costs a run-time metadata lookup (~300 instructions), so the header is checked first,
+        // and the stack empties the frames it drops itself (`StackState.discard(_:)`).
+        if !isEmpty { environmentAddress.deinitialize(count: 1) }
     }
 
-    /// Where the environment lives; valid while the frame is alive and not taken.
+    /// Where the environment lives; valid while the frame is alive and not empty.
     @inlinable
-    var environmentAddress: UnsafeMutablePointer<HabitatEnvironment<App>> {
-        withUnsafeMutablePointerToElements { $0 }
-    }
+    var environmentAddress: UnsafeMutablePointer<HabitatEnvironment<App>> { withUnsafeMutablePointerToElements { $0 } }
 
     /// The environment, read in place.
     @inlinable
-    var environment: HabitatEnvironment<App> {
-        _read { yield environmentAddress.pointee }
-    }
+    var environment: HabitatEnvironment<App> { _read { yield environmentAddress.pointee } }
 
-    /// Whether the environment was taken out (the frame is a spare, or on its way out).
+    /// The frame's address, as the state publishes it.
     @inlinable
-    var isEmpty: Bool { withUnsafeMutablePointerToHeader { $0.pointee.moved } }
+    var address: UInt64 { UInt64(UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())) }
 
-    /// The stamp the frame was filled with.
-    @inlinable
-    var stamp: UInt64 { withUnsafeMutablePointerToHeader { $0.pointee.stamp } }
-
-    /// How the frame was made.
     @inlinable
     var origin: FrameOrigin { withUnsafeMutablePointerToHeader { $0.pointee.origin } }
 
-    /// Puts `environment` into a frame whose environment was taken, with a new stamp and the
-    /// origin of the write that refills it, so the frame can be pushed again without an
-    /// allocation. Call with the owning state's lock held, on its spare frame.
+    /// Whether the environment was taken out (the frame is being refilled, or on its way out).
     @inlinable
-    func refill(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin, stamp: UInt64) {
+    var isEmpty: Bool { withUnsafeMutablePointerToHeader { $0.pointee.isEmpty } }
+
+    /// Fills an empty frame again, so a pooled scope can reuse its base frame.
+    @inlinable
+    func refill(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) {
         environmentAddress.initialize(to: environment)
-        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(stamp: stamp, origin: origin) }
+        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(origin: origin) }
     }
 
-    /// Moves the environment out of a frame that nothing else references. Call with the owning
-    /// state's lock held, once.
+    /// Moves the environment out, leaving the frame empty.
     @inlinable
     func takeEnvironment() -> HabitatEnvironment<App> {
         withUnsafeMutablePointers { header, environment in
-            header.pointee.moved = true
+            header.pointee.isEmpty = true
             return environment.move()
         }
     }
 }
 
-/// A frame's header: its stamp, how it was made, and whether its environment was moved out.
+/// A frame's header: how it was made, and whether its environment was moved out.
 @usableFromInline
 struct FrameHeader {
-    @usableFromInline var stamp: UInt64
     @usableFromInline var origin: FrameOrigin
-    @usableFromInline var moved = false
+    @usableFromInline var isEmpty = false
 
     @inlinable
-    init(stamp: UInt64, origin: FrameOrigin) {
-        self.stamp = stamp
-        self.origin = origin
-    }
+    init(origin: FrameOrigin) { self.origin = origin }
 }

@@ -1,37 +1,29 @@
-// How a scope begins and ends: a link bound task-locally, its state taken from the stack's
-// pool or made, and handed back to the pool when nothing outlives the scope.
+// How a scope begins and ends: its state bound task-locally, taken from the stack's pool or
+// made, and handed back to the pool when nothing outlives the scope.
 extension EnvironmentStack {
-    /// Runs `operation` in the scope `link` begins, then ends the scope.
+    /// Runs `operation` in the scope `state` begins, then ends the scope.
     @inlinable
-    func withScope<R, E: Error>(_ link: consuming ScopeLink, operation: () throws(E) -> R) throws(E) -> R {
-        var scope: ScopeLink? = consume link
+    func withScope<R, E: Error>(_ state: consuming StackState<App>, operation: () throws(E) -> R) throws(E) -> R {
+        var scope: StackState<App>? = consume state
         let outcome = Scopes.innermost.withValue(scope) { () -> Result<R, E> in
-            do throws(E) {
-                return .success(try operation())
-            } catch {
-                return .failure(error)
-            }
+            do throws(E) { return .success(try operation()) } catch { return .failure(error) }
         }
         endScope(&scope)
         return try outcome.get()
     }
 
-    /// Runs the asynchronous `operation` in the scope `link` begins, then ends the scope.
+    /// Runs the asynchronous `operation` in the scope `state` begins, then ends the scope.
     @inlinable
     func withScope<R, E: Error>(
-        _ link: consuming ScopeLink,
+        _ state: consuming StackState<App>,
         isolation: isolated (any Actor)?,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        var scope: ScopeLink? = consume link
+        var scope: StackState<App>? = consume state
         let outcome = await Scopes.innermost.withValue(
             scope,
             operation: { () async -> Result<R, E> in
-                do throws(E) {
-                    return .success(try await operation())
-                } catch {
-                    return .failure(error)
-                }
+                do throws(E) { return .success(try await operation()) } catch { return .failure(error) }
             },
             isolation: isolation
         )
@@ -39,35 +31,35 @@ extension EnvironmentStack {
         return try outcome.get()
     }
 
-    /// Builds the task-local link for a new scope of this stack, based on `environment`.
+    /// The state for a new scope of this stack, based on `environment`, inside the calling
+    /// task's innermost scope.
+    ///
+    /// NB: building a scope's state and tearing it down again were most of what a scope cost;
+    /// a scope that leaves nothing behind hands its state back to `scopePool` instead.
     @inlinable
-    func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> ScopeLink {
-        let next = Scopes.innermostAddress(key: scopesKey).map {
-            Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue()
+    func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> StackState<App> {
+        let next = Scopes.innermostAddress.map { Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue() }
+        let state: StackState<App>
+        if let pooled = scopePool.withLock({ $0.popLast() }) {
+            pooled.reuse(base: environment, origin: origin)
+            state = pooled
+        } else {
+            state = StackState(stackID: id, base: environment, origin: origin, liveScopes: liveScopes)
         }
-        if let pooled = scopePool.take() {
-            unsafeDowncast(pooled.state.invariantUnwrapped, to: StackState<App>.self)
-                .reuse(base: environment, origin: origin)
-            pooled.relink(to: next)
-            return pooled
-        }
-        let state = StackState.make(base: environment, origin: origin, liveScopes: liveScopes)
-        return ScopeLink(stackID: id, state: state, next: next)
+        state.relink(to: next)
+        return state
     }
 
-    /// Ends a scope: when nothing outlives it (no task started in it still runs), its link and
-    /// state go back to the pool for the next scope; otherwise the last task to finish frees
-    /// them.
+    /// Ends a scope: when nothing outlives it (no task started in it still runs), its state
+    /// goes back to the pool for the next scope; otherwise the last task to finish frees it.
     @inlinable
-    func endScope(_ scope: inout ScopeLink?) {
-        guard isKnownUniquelyReferenced(&scope), let link = scope else { return }
-        scope = nil
-        // The state is moved out of the link to see whether anything else holds it.
-        var state = link.state.take()
-        guard isKnownUniquelyReferenced(&state), let state else { return }
-        unsafeDowncast(state, to: StackState<App>.self).retire()
-        link.state = state
-        link.relink(to: nil)
-        scopePool.put(link)
+    func endScope(_ scope: inout StackState<App>?) {
+        guard isKnownUniquelyReferenced(&scope), let state = scope.take() else { return }
+        state.retire()
+        state.relink(to: nil)
+        // Enough for the scopes one stack has open at once on a few threads; more are freed.
+        scopePool.withLock { pool in
+            if pool.count < 8 { pool.append(state) }
+        }
     }
 }

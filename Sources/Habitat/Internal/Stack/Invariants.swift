@@ -1,11 +1,9 @@
 /// The stack core's invariant checks.
 ///
-/// Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole suite that way), every release
-/// of a state's lock, and every scope reuse, checks the state it leaves (see
-/// ``StackState/checkInvariants()``), and ``Swift/Optional/invariantUnwrapped`` traps on `nil`.
-/// Without it the checks compile to nothing, and the unwraps that the read path relies on cost
-/// no branch.
-
+/// Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole suite that way), every release of
+/// a state's lock checks the state it leaves, and ``Swift/Optional/invariantUnwrapped`` traps
+/// on `nil`. Without it the checks compile to nothing, and the unwraps on the read path cost no
+/// branch.
 extension Optional {
     /// The wrapped value, which the core's invariants say is there: checked in debug builds and
     /// with `HABITAT_CHECKS`, unchecked otherwise.
@@ -20,27 +18,21 @@ extension Optional {
     }
 }
 
-/// Traps with `message` when `condition` is false, in builds with `HABITAT_CHECKS`.
-@inlinable @inline(__always)
-func checkInvariant(_ condition: @autoclosure () -> Bool, _ message: @autoclosure () -> String) {
-    #if HABITAT_CHECKS
-    precondition(condition(), "Habitat invariant broken: \(message())")
-    #endif
-}
-
 extension StackState {
-    /// Checks what every holder of the lock, and every scope reuse, must leave behind. Call with
-    /// the lock held (``unlock()`` does), or on a state nothing else references.
+    /// Checks what every holder of the lock must leave behind (``withGuarded(_:)`` calls it).
     @inlinable
-    func checkInvariants() {
+    func checkInvariants(_ guarded: borrowing Guarded) {
         #if HABITAT_CHECKS
-        let guarded = guarded.pointee
-        checkInvariant(loadStamp() == guarded.top.stamp, "the published stamp names the top frame")
-        checkInvariant(!guarded.top.isEmpty, "the top frame holds an environment")
-        checkInvariant(guarded.below.allSatisfy { !$0.isEmpty && $0 !== guarded.top }, "every frame below holds an environment")
-        checkInvariant(guarded.spare.map { $0.isEmpty && $0 !== guarded.top } ?? true, "the spare frame is empty and off the stack")
-        checkInvariant((guarded.liveScopes?.load() ?? 0) < 1 << 62, "the live-scope count never goes below zero")
-        checkInvariant(guarded.liveScopes == nil || !guarded.counted || (guarded.liveScopes?.load() ?? 0) >= 1, "a counted scope is counted")
+        func check(_ condition: Bool, _ message: String) {
+            precondition(condition, "Habitat invariant broken: \(message)")
+        }
+        check(published.load(ordering: .acquiring) == guarded.top.address, "the published address names the top frame")
+        check(!guarded.top.isEmpty, "the top frame holds an environment")
+        check(guarded.below.allSatisfy { !$0.isEmpty && $0 !== guarded.top }, "every frame below holds an environment")
+        check(guarded.feed.pending.isEmpty || guarded.feed.delivering, "undelivered changes have a deliverer")
+        let live = liveScopes?.load(ordering: .acquiring) ?? 0
+        check(live < 1 << 62, "the live-scope count never goes below zero")
+        check(!guarded.counted || live >= 1, "a counted scope is counted")
         #endif
     }
 }

@@ -1,9 +1,8 @@
-// Writes: the optimistic copy-change-commit loop, and pop.
+// Writes: the optimistic copy-change-commit loop, and pop. Each takes the lock once and
+// returns what to release (and deliver) after it, so that services doing work in `deinit`, and
+// change subscribers, never run under the stack's lock.
 extension StackState {
-    /// Pushes a copy of the top, changed by `change`, atomically.
-    ///
-    /// `change` runs without the lock held, so it may read the stack; if another writer
-    /// committed meanwhile, it runs again on a copy of the newer top.
+    /// Pushes a copy of the top, changed by `change`, atomically; see ``write(_:pushing:_:)``.
     @inlinable
     func push<E: Error>(_ origin: FrameOrigin, _ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
         _ = try write(origin, pushing: true) { (environment) throws(E) in
@@ -12,112 +11,96 @@ extension StackState {
         }
     }
 
-    /// Replaces the top with a copy changed by `change`, atomically; see ``push(_:_:)``. When
-    /// `change` returns `false`, nothing is committed. The new frame, and the change published,
-    /// carry `origin`.
+    /// Replaces the top with a copy changed by `change`, atomically; see ``write(_:pushing:_:)``.
     ///
-    /// - Returns: Whether the change was committed.
+    /// - Returns: Whether the change was committed (`change` returned `true`).
     @inlinable @discardableResult
-    func update<E: Error>(
-        _ origin: FrameOrigin,
-        _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
-    ) throws(E) -> Bool {
+    func update<E: Error>(_ origin: FrameOrigin, _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool) throws(E) -> Bool {
         try write(origin, pushing: false, change)
     }
 
-    /// The optimistic write loop behind ``push(_:_:)`` and ``update(_:_:)``: copies the top it
-    /// reads through the calling thread's slot, changes the copy without the lock, and commits
-    /// under the lock if the stamp is still the one it read.
+    /// Copies the top, changes the copy without the lock, and commits it under the lock if the
+    /// top is still the frame copied; otherwise runs `change` again on the newer top. When
+    /// `change` returns `false`, nothing is committed.
     ///
-    /// NB: the top is copied straight out of the frame the slot holds, the copy is changed in
-    /// place and moved into its frame, and frames move between `top`, `below` and the spare: a
-    /// push and a pop copy the environment once and touch no reference count but the frames'.
+    /// `change` runs without the lock, so it may read the stack.
     @inlinable
     func write<E: Error>(
         _ origin: FrameOrigin,
         pushing: Bool,
         _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
+        let slot = currentReaderSlot()
         while true {
-            let slot = currentReaderSlot()
-            let top = frame(for: slot)._withUnsafeGuaranteedRef { $0.environmentAddress }
-            let expected = slot.pointee.stamp
-            // The copy is taken before `change` runs: whatever `change` reads, the frame it
-            // came from isn't needed any more.
-            var new = top.pointee
-            guard try change(&new) else { return false }
-            let stamp = slot.pointee.takeStamp()
-            lock()
-            // The stamp names the frame: equal means the frame copied is still the top.
-            guard loadStamp() == expected else {
-                unlock()
+            let new: Frame<App>
+            var released: Frame<App>?
+            var deliver = false
+            let committed: Bool
+            do {
+                // The borrow keeps the frame copied alive (the slot parks it if `change` reads
+                // a newer top), so its address names it until the commit compares.
+                slot.pointee.borrows &+= 1
+                defer { slot.pointee.endBorrow() }
+                let source = frame(for: slot)
+                var copy = source._withUnsafeGuaranteedRef { $0.environment }
+                guard try change(&copy) else { return false }
+                new = Self.frame(consume copy, origin: origin, reusing: spare.take())
+                let sourceAddress = UInt64(UInt(bitPattern: source.toOpaque()))
+                committed = withGuarded { guarded in
+                    guard guarded.top.address == sourceAddress else { return false }
+                    let old = guarded.top
+                    guarded.top = new
+                    if pushing { guarded.below.append(old) } else { released = old }
+                    published.store(new.address, ordering: .releasing)
+                    deliver = guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
+                    return true
+                }
+            }
+            guard committed else {
+                discard(new)
                 continue
             }
-            var frame = Self.frame(consume new, origin: origin, stamp: stamp, reusing: guarded.pointee.spare.take())
-            swap(&guarded.pointee.top, &frame)
-            // `frame` is now the old top.
-            publish(origin, old: frame, new: guarded.pointee.top, depth: guarded.pointee.below.count + (pushing ? 2 : 1))
-            if pushing {
-                guarded.pointee.below.append(frame)
-                unlock()
-                return true
+            if deliver { deliverChanges() }
+            if let old = released.take() {
+                // NB: a replaced top is usually held by this thread's slot alone (the write
+                // read it there); moving the slot on to the new top lets it go here.
+                if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() { slot.pointee.replace(with: new) }
+                discard(old)
             }
-            // NB: a replaced top is usually held by this thread's slot alone (the write read it
-            // there); moving the slot on to the new top frees the old one to be the spare, so
-            // a run of logins and logouts neither refreshes the slot nor allocates.
-            if slot.pointee.frame == Unmanaged.passUnretained(frame).toOpaque() && slot.pointee.borrows == 0 {
-                slot.pointee.replace(with: guarded.pointee.top, stamp: stamp)
-            }
-            if isKnownUniquelyReferenced(&frame) {
-                let replaced = frame.takeEnvironment()
-                if guarded.pointee.spare == nil { guarded.pointee.spare = consume frame }
-                unlock()
-                // The replaced environment is released here, after the lock, as in `pop()`.
-                _ = consume replaced
-                return true
-            }
-            unlock()
-            // Another thread holds the old top; should it let go meanwhile, the last release
-            // (and the environment's) must still come after the lock.
-            withExtendedLifetime(frame) {}
             return true
         }
     }
 
-    /// Removes the top frame unless it is the base, and returns its environment; the change
-    /// published carries `origin`.
+    /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
     func pop(_ origin: FrameOrigin) -> HabitatEnvironment<App>? {
-        lock()
-        guard var old = guarded.pointee.below.popLast() else {
-            unlock()
-            return nil
+        var popped: Frame<App>?
+        let deliver = withGuarded { guarded in
+            guard let new = guarded.below.popLast() else { return false }
+            let old = guarded.top
+            guarded.top = new
+            popped = old
+            published.store(new.address, ordering: .releasing)
+            return guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
         }
-        swap(&guarded.pointee.top, &old)
-        // `old` is now the frame that was on top.
-        publish(origin, old: old, new: guarded.pointee.top, depth: guarded.pointee.below.count + 1)
-        // NB: a popped frame that no reader holds gives up its environment without a copy, and
-        // stays as the spare for the next push. A thread that pushed and then read holds the
-        // pushed frame in its own slot: that hold is let go of first.
-        var unique = isKnownUniquelyReferenced(&old)
-        if !unique {
-            let slot = currentReaderSlot()
-            if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() && slot.pointee.borrows == 0 {
-                slot.pointee.forget()
-                unique = isKnownUniquelyReferenced(&old)
-            }
-        }
-        // The frame, and the environment if the caller discards it, are released after the
-        // lock, so services that do work in `deinit` can't deadlock on the stack.
-        if unique {
-            let environment = old.takeEnvironment()
-            if guarded.pointee.spare == nil { guarded.pointee.spare = consume old }
-            unlock()
-            return environment
-        }
-        let environment = old.environment
-        unlock()
-        withExtendedLifetime(old) {}
+        guard var frame = popped.take() else { return nil }
+        if deliver { deliverChanges() }
+        // A popped frame that nothing else holds gives up its environment without a copy and
+        // becomes the spare.
+        guard isKnownUniquelyReferenced(&frame) else { return frame.environment }
+        let environment = frame.takeEnvironment()
+        spare.offer(frame)
         return environment
+    }
+
+    /// Lets go of a frame off the stack. When nothing else holds it, its environment is
+    /// destroyed here, in code specialised for `App` (see `Frame.deinit`), and the empty frame
+    /// becomes the spare.
+    @inlinable
+    func discard(_ frame: consuming Frame<App>) {
+        var frame = frame
+        guard isKnownUniquelyReferenced(&frame) else { return }
+        _ = frame.takeEnvironment()
+        spare.offer(frame)
     }
 }
