@@ -1,4 +1,4 @@
-// Atomics for Habitat's read path (the per-thread reader slots are pthread keys, in ReaderSlot.swift).
+// The atomic operations behind Habitat's AtomicWord and AtomicBox (Internal/Primitives).
 //
 // NB: Habitat supports systems older than the `Synchronization` module (macOS 15, iOS 18), so
 // the few atomic operations the stack needs are the compiler's own builtins, which the thread
@@ -18,14 +18,6 @@ static inline void habitat_atomic_store_release_u64(uint64_t *p, uint64_t v) {
 }
 
 static inline uint64_t habitat_atomic_fetch_add_u64(uint64_t *p, uint64_t v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
-}
-
-static inline int64_t habitat_atomic_load_relaxed_i64(const int64_t *p) {
-  return __atomic_load_n(p, __ATOMIC_RELAXED);
-}
-
-static inline int64_t habitat_atomic_fetch_add_i64(int64_t *p, int64_t v) {
   return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
 

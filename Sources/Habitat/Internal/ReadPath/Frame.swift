@@ -24,8 +24,8 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     @inlinable
     deinit {
         // NB: a class's deinit is not specialised for the app: finding the environment's type
-        // costs a run-time metadata lookup (~300 instructions), so the header is checked first,
-        // and the stack empties the frames it drops itself (`StackState.discard(_:)`).
+        // costs a run-time metadata lookup, as much as the rest of a pop. So the header is
+        // checked first, and the stack empties the frames it drops (`StackState.discard(_:)`).
         if !isEmpty { environmentAddress.deinitialize(count: 1) }
     }
 

@@ -20,7 +20,7 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     /// An empty frame a pop left, for the next push to fill.
     ///
     /// NB: push-then-pop is what tests and previews do all day; with a spare frame the pair
-    /// allocates and frees nothing (about 250 of 2,450 instructions).
+    /// allocates and frees nothing (measured in the "How the stack works" article).
     @usableFromInline let spare = AtomicBox<Frame<App>>()
     /// For a scope's state: its stack's count of live scopes, which this state is in while
     /// `counted`.
