@@ -58,7 +58,18 @@ final class Locked<Value>: ManagedBuffer<Value, PlatformMutex> {
     /// Runs `body` with the lock held, on the value in place.
     @inlinable
     func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        let (value, mutex) = withUnsafeMutablePointers { ($0, $1) }
+        let value = withUnsafeMutablePointerToHeader { $0 }
+        return try withLockHeld { () throws(E) in try body(&value.pointee) }
+    }
+
+    /// Runs `body` with the lock held, without touching the value.
+    ///
+    /// NB: ``Lock`` uses this: an `inout` access to a zero-sized value (`Locked<Void>`) is one the
+    /// thread sanitizer places at the object's own address, where it reports a race with any
+    /// thread reading the object's header.
+    @inlinable
+    func withLockHeld<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        let mutex = withUnsafeMutablePointerToElements { $0 }
         #if canImport(Darwin)
         os_unfair_lock_lock(mutex)
         defer { os_unfair_lock_unlock(mutex) }
@@ -70,7 +81,7 @@ final class Locked<Value>: ManagedBuffer<Value, PlatformMutex> {
             precondition(status == 0, "pthread_mutex_unlock failed with \(status)")
         }
         #endif
-        return try body(&value.pointee)
+        return try body()
     }
 }
 
@@ -86,6 +97,6 @@ final class Lock: @unchecked Sendable {
     /// Runs `body` with the lock held.
     @inlinable
     func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try locked.withLock { (_) throws(E) in try body() }
+        try locked.withLockHeld(body)
     }
 }

@@ -1,8 +1,8 @@
 /// The frames of one stack, or of one `withEnvironment` scope, and its change feed.
 ///
 /// Writers serialise on the lock in `guarded`; readers don't take it (see ``ReaderSlot``).
-/// Every write fills a new ``Frame``, never changed again while anything else holds it, and
-/// publishes its address in `published`.
+/// Every write fills a ``Frame`` (the spare a pop left, or a new one), never changed again while
+/// anything else holds it, and publishes its address in `published`.
 ///
 /// A state is also the ``ScopeLink`` that binds it to a task: a scope is one object.
 ///
