@@ -2,7 +2,7 @@ import Foundation
 @testable import Habitat
 import Testing
 
-/// Changes are delivered after the writer's lock, one deliverer at a time, in commit order.
+/// Changes are delivered after the writer's lock, in commit order, before the write returns.
 @Suite struct ChangeFeedTests {
     typealias Feed = ChangeFeed<TestApp>
 
@@ -12,41 +12,47 @@ import Testing
 
     @Test func aWriteWithoutSubscribersRecordsNothingAndDeliversNothing() {
         var feed = Feed()
-        #expect(feed.record(FrameOrigin(.push, fileID: #fileID, line: #line), old: frame("a"), new: frame("b"), depth: 2) == false)
+        let delivery = feed.record(FrameOrigin(.push, fileID: #fileID, line: #line), old: frame("a"), new: frame("b"), depth: 2)
+        #expect(delivery == nil, "nothing to deliver")
         #expect(feed.pending.isEmpty)
         #expect(feed.sequence == 1, "the numbering counts every write")
     }
 
-    @Test func theFirstWriterDeliversAndLaterOnesLeaveTheirChangesToIt() {
+    @Test func aWriteWithSubscribersQueuesItsChangeForDeliveryAfterTheLock() {
         var feed = Feed()
         let (_, continuation) = AsyncStream.makeStream(of: EnvironmentChange<TestApp>.self)
         feed.subscribers.append((1, continuation))
+        feed.delivery = Lock()
         let origin = FrameOrigin(.push, fileID: #fileID, line: #line)
-        #expect(feed.record(origin, old: frame("a"), new: frame("b"), depth: 2) == true)
-        #expect(feed.record(origin, old: frame("b"), new: frame("c"), depth: 3) == false)
-        #expect(feed.pending.count == 2)
-        #expect(feed.delivering)
+        #expect(feed.record(origin, old: frame("a"), new: frame("b"), depth: 2) != nil)
+        #expect(feed.record(origin, old: frame("b"), new: frame("c"), depth: 3) != nil)
+        #expect(feed.pending.map(\.sequence) == [1, 2], "in commit order")
     }
 
-    @Test func finishingWhileAnotherThreadDeliversQueuesTheFinishBehindTheChanges() {
-        var feed = Feed()
-        let (_, continuation) = AsyncStream.makeStream(of: EnvironmentChange<TestApp>.self)
-        feed.subscribers.append((1, continuation))
-        _ = feed.record(FrameOrigin(.push, fileID: #fileID, line: #line), old: frame("a"), new: frame("b"), depth: 2)
-        #expect(feed.remove(1, finishing: true) == nil, "not finished now: a change is still on its way")
-        guard case .finish = feed.pending.last else {
-            Issue.record("the finish is queued last")
-            return
+    @Test func aStoppedRecordingEndsAfterEveryChangeMadeBeforeTheStop() async {
+        let stack = makeStack("base")
+        let (stream, stop) = stack.recordChanges()
+        for step in 1...50 { stack.updateConfig { $0.timeout = step } }
+        stop()
+        var timeouts: [Int] = []
+        for await change in stream { timeouts.append(change.new.config.timeout) }
+        #expect(timeouts == Array(1...50), "every change, in order, then the end")
+    }
+
+    @Test func aWriteReturnsWhileAnotherThreadKeepsWriting() async {
+        // A writer must never be left delivering other threads' changes: with a subscriber and
+        // a thread writing without pause, a hundred writes here still return.
+        let stack = makeStack("base")
+        let busy = stack.changes(bufferingPolicy: .bufferingNewest(1))
+        let done = Flag()
+        let writer = Thread {
+            while !done.isSet { stack.updateConfig { $0.timeout += 1 } }
         }
-        #expect(feed.subscribers.isEmpty)
-    }
-
-    @Test func finishingWhileNobodyDeliversFinishesAtOnce() {
-        var feed = Feed()
-        let (_, continuation) = AsyncStream.makeStream(of: EnvironmentChange<TestApp>.self)
-        feed.subscribers.append((1, continuation))
-        #expect(feed.remove(1, finishing: true) != nil)
-        #expect(feed.pending.isEmpty)
+        writer.start()
+        for _ in 0..<100 { stack.push { $0.services.label = "mine" }; _ = stack.pop() }
+        done.set()
+        #expect(stack.depth == 1)
+        withExtendedLifetime(busy) {}
     }
 
     /// A recording stopped right after its own write still holds that write, while another

@@ -29,7 +29,6 @@ extension StackState {
         check(published.load(ordering: .acquiring) == guarded.top.address, "the published address names the top frame")
         check(!guarded.top.isEmpty, "the top frame holds an environment")
         check(guarded.below.allSatisfy { !$0.isEmpty && $0 !== guarded.top }, "every frame below holds an environment")
-        check(guarded.feed.pending.isEmpty || guarded.feed.delivering, "undelivered changes have a deliverer")
         let live = liveScopes?.load(ordering: .acquiring) ?? 0
         check(live < 1 << 62, "the live-scope count never goes below zero")
         check(!guarded.counted || live >= 1, "a counted scope is counted")

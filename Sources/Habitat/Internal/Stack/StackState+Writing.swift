@@ -1,5 +1,5 @@
 // Writes: the optimistic copy-change-commit loop, and pop. Each takes the lock once and
-// returns what to release (and deliver) after it, so that services doing work in `deinit`, and
+// returns what to release and deliver after it, so that services doing work in `deinit`, and
 // change subscribers, never run under the stack's lock.
 extension StackState {
     /// Pushes a copy of the top, changed by `change`, atomically; see ``write(_:pushing:_:)``.
@@ -34,7 +34,7 @@ extension StackState {
         while true {
             let new: Frame<App>
             var released: Frame<App>?
-            var deliver = false
+            var delivery: Lock?
             let committed: Bool
             do {
                 // The borrow keeps the frame copied alive (the slot parks it if `change` reads
@@ -52,7 +52,7 @@ extension StackState {
                     guarded.top = new
                     if pushing { guarded.below.append(old) } else { released = old }
                     published.store(new.address, ordering: .releasing)
-                    deliver = guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
+                    delivery = guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
                     return true
                 }
             }
@@ -60,7 +60,7 @@ extension StackState {
                 discard(new)
                 continue
             }
-            if deliver { deliverChanges() }
+            if let delivery { deliverChanges(holding: delivery) }
             if let old = released.take() {
                 // NB: a replaced top is usually held by this thread's slot alone (the write
                 // read it there); moving the slot on to the new top lets it go here.
@@ -75,8 +75,8 @@ extension StackState {
     @inlinable
     func pop(_ origin: FrameOrigin) -> HabitatEnvironment<App>? {
         var popped: Frame<App>?
-        let deliver = withGuarded { guarded in
-            guard let new = guarded.below.popLast() else { return false }
+        let delivery = withGuarded { guarded -> Lock? in
+            guard let new = guarded.below.popLast() else { return nil }
             let old = guarded.top
             guarded.top = new
             popped = old
@@ -84,7 +84,7 @@ extension StackState {
             return guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
         }
         guard var frame = popped.take() else { return nil }
-        if deliver { deliverChanges() }
+        if let delivery { deliverChanges(holding: delivery) }
         // A popped frame that nothing else holds gives up its environment without a copy and
         // becomes the spare.
         guard isKnownUniquelyReferenced(&frame) else { return frame.environment }
