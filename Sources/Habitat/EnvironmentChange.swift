@@ -52,15 +52,24 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
 /// What happened to an ``EnvironmentStack``: the ``EnvironmentChange/kind`` of a change.
 ///
 /// NB: a struct with static members rather than an enum, so later kinds (a session restored
-/// from disk, say) can be added without breaking exhaustive `switch`es in apps.
+/// from disk, say) can be added without breaking exhaustive `switch`es in apps. The name is a
+/// `StaticString`: every frame records its kind, and copying a static string retains nothing.
 public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible {
+    @usableFromInline let staticName: StaticString
+
     /// A short name, such as `"push"` or `"login"`.
-    public let name: String
+    public var name: String { staticName.description }
 
     /// Creates a kind with a name.
     /// - Parameter name: A short name for the kind of change.
     @inlinable
-    public init(_ name: String) { self.name = name }
+    public init(_ name: StaticString) { self.staticName = name }
+
+    /// Whether two kinds have the same name.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
+
+    /// Hashes the kind's name.
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 
     /// A new environment was pushed on top.
     @inlinable public static var push: Self { Self("push") }

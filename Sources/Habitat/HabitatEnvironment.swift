@@ -25,16 +25,43 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     public var session: UserSession<App.User>?
     /// The app's configuration.
     public var config: App.Config
+    /// The clock, calendar, locale, time zone and UUID generator, in one shared object.
+    ///
+    /// NB: copying an environment (every push, scope and write does) retains this one object
+    /// for the five values, and an app changes them rarely; setting one of them makes a new
+    /// object.
+    @usableFromInline var system: Shared<SystemValues>
+
     /// Returns the current date. Replace it to freeze or move time in tests.
-    public var now: @Sendable () -> Date
+    @inlinable
+    public var now: @Sendable () -> Date {
+        get { system.value.now }
+        set { system = system.with { $0.now = newValue } }
+    }
     /// The calendar for date arithmetic.
-    public var calendar: Calendar
+    @inlinable
+    public var calendar: Calendar {
+        get { system.value.calendar }
+        set { system = system.with { $0.calendar = newValue } }
+    }
     /// The locale for formatting and language.
-    public var locale: Locale
+    @inlinable
+    public var locale: Locale {
+        get { system.value.locale }
+        set { system = system.with { $0.locale = newValue } }
+    }
     /// The time zone for displaying dates.
-    public var timeZone: TimeZone
+    @inlinable
+    public var timeZone: TimeZone {
+        get { system.value.timeZone }
+        set { system = system.with { $0.timeZone = newValue } }
+    }
     /// Returns a new UUID. Replace it to make identifiers predictable in tests.
-    public var uuid: @Sendable () -> UUID
+    @inlinable
+    public var uuid: @Sendable () -> UUID {
+        get { system.value.uuid }
+        set { system = system.with { $0.uuid = newValue } }
+    }
 
     /// Creates an environment.
     ///
@@ -63,11 +90,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
         self.services = services
         self.config = config
         self.session = session
-        self.now = now
-        self.calendar = calendar
-        self.locale = locale
-        self.timeZone = timeZone
-        self.uuid = uuid
+        self.system = Shared(SystemValues(now: now, calendar: calendar, locale: locale, timeZone: timeZone, uuid: uuid))
     }
 
     /// The signed-in user, or `nil` when logged out.
@@ -75,4 +98,31 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
 
     /// Whether a user is signed in.
     public var isLoggedIn: Bool { session != nil }
+}
+
+/// The values of an environment that come from the system rather than the app.
+@usableFromInline
+struct SystemValues: Sendable {
+    @usableFromInline var now: @Sendable () -> Date
+    @usableFromInline var calendar: Calendar
+    @usableFromInline var locale: Locale
+    @usableFromInline var timeZone: TimeZone
+    @usableFromInline var uuid: @Sendable () -> UUID
+}
+
+/// An immutable value shared by reference: copies retain one object.
+@usableFromInline
+final class Shared<Value: Sendable>: Sendable {
+    @usableFromInline let value: Value
+
+    @inlinable
+    init(_ value: Value) { self.value = value }
+
+    /// A new object holding a copy of the value, changed by `change`.
+    @inlinable
+    func with(_ change: (inout Value) -> Void) -> Shared<Value> {
+        var value = value
+        change(&value)
+        return Shared(value)
+    }
 }

@@ -32,6 +32,28 @@ import Testing
         #expect(german.config == env.config)
     }
 
+    /// The five system values live in one object that copies share: setting one on a copy
+    /// must leave the original, and the copy's other four, as they were.
+    @Test func settingASystemValueOnACopyLeavesTheOriginal() {
+        let original = makeEnvironment()
+        var copy = original
+        let id = UUID()
+        copy.now = { Date(timeIntervalSince1970: 1) }
+        copy.uuid = { id }
+        copy.calendar = Calendar(identifier: .buddhist)
+        copy.timeZone = TimeZone(identifier: "Asia/Tokyo")!
+        #expect(original.now() == fixedDate)
+        #expect(original.uuid() != id)
+        #expect(original.calendar.identifier != .buddhist)
+        #expect(original.timeZone.secondsFromGMT() == 0)
+        #expect(original.locale.identifier == "en_US_POSIX")
+        #expect(copy.now() == Date(timeIntervalSince1970: 1))
+        #expect(copy.uuid() == id)
+        #expect(copy.calendar.identifier == .buddhist)
+        #expect(copy.timeZone.identifier == "Asia/Tokyo")
+        #expect(copy.locale.identifier == "en_US_POSIX")
+    }
+
     @Test func overTransformsOneField() {
         let env = makeEnvironment().over(\.config.timeout) { $0 * 2 }
         #expect(env.config.timeout == 60)

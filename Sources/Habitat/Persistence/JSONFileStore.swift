@@ -231,7 +231,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
                 if entries.updateValue(value, forKey: key) != nil { duplicate = key }
             }
             try scanner.scanObject(in: valuesRange) { key, range, scanner in
-                add(key, Data(UnsafeBufferPointer(rebasing: scanner.bytes[range])))
+                add(key, scanner.data(in: range))
             }
             for (section, isBinary) in [("text", false), ("binary", true)] {
                 guard let range = members[section] else { continue }

@@ -15,8 +15,9 @@
 @usableFromInline
 final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnvironment<App>> {
     @inlinable
-    static func make(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> Frame<App> {
-        let frame = unsafeDowncast(create(minimumCapacity: 1) { _ in FrameHeader(origin: origin) }, to: Frame<App>.self)
+    static func make(_ environment: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) -> Frame<App> {
+        var header = Optional(FrameHeader(origin: origin))
+        let frame = unsafeDowncast(create(minimumCapacity: 1) { _ in header.take()! }, to: Frame<App>.self)
         frame.environmentAddress.initialize(to: environment)
         return frame
     }
@@ -33,6 +34,9 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     @inlinable
     var environmentAddress: UnsafeMutablePointer<HabitatEnvironment<App>> { withUnsafeMutablePointerToElements { $0 } }
 
+    @inlinable
+    var headerAddress: UnsafeMutablePointer<FrameHeader> { withUnsafeMutablePointerToHeader { $0 } }
+
     /// The environment, read in place.
     @inlinable
     var environment: HabitatEnvironment<App> { _read { yield environmentAddress.pointee } }
@@ -42,26 +46,24 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
     var address: UInt64 { UInt64(UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())) }
 
     @inlinable
-    var origin: FrameOrigin { withUnsafeMutablePointerToHeader { $0.pointee.origin } }
+    var origin: FrameOrigin { headerAddress.pointee.origin }
 
     /// Whether the environment was taken out (the frame is being refilled, or on its way out).
     @inlinable
-    var isEmpty: Bool { withUnsafeMutablePointerToHeader { $0.pointee.isEmpty } }
+    var isEmpty: Bool { headerAddress.pointee.isEmpty }
 
     /// Fills an empty frame again, so a pooled scope can reuse its base frame.
     @inlinable
-    func refill(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) {
+    func refill(_ environment: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) {
         environmentAddress.initialize(to: environment)
-        withUnsafeMutablePointerToHeader { $0.pointee = FrameHeader(origin: origin) }
+        headerAddress.pointee = FrameHeader(origin: origin)
     }
 
     /// Moves the environment out, leaving the frame empty.
     @inlinable
     func takeEnvironment() -> HabitatEnvironment<App> {
-        withUnsafeMutablePointers { header, environment in
-            header.pointee.isEmpty = true
-            return environment.move()
-        }
+        headerAddress.pointee.isEmpty = true
+        return environmentAddress.move()
     }
 }
 
@@ -72,5 +74,5 @@ struct FrameHeader {
     @usableFromInline var isEmpty = false
 
     @inlinable
-    init(origin: FrameOrigin) { self.origin = origin }
+    init(origin: consuming FrameOrigin) { self.origin = origin }
 }

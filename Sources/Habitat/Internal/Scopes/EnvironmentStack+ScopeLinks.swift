@@ -37,8 +37,8 @@ extension EnvironmentStack {
     /// NB: building a scope's state and tearing it down again were most of what a scope cost;
     /// a scope that leaves nothing behind hands its state back to `scopePool` instead.
     @inlinable
-    func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: FrameOrigin) -> StackState<App> {
-        let next = Scopes.innermostAddress.map { Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue() }
+    func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) -> StackState<App> {
+        let next = Scopes.innermostLink
         let state: StackState<App>
         if let pooled = scopePool.withLock({ $0.popLast() }) {
             pooled.reuse(base: environment, origin: origin)

@@ -1,23 +1,6 @@
-/// The stack core's invariant checks.
-///
-/// Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole suite that way), every release of
-/// a state's lock checks the state it leaves, and ``Swift/Optional/invariantUnwrapped`` traps
-/// on `nil`. Without it the checks compile to nothing, and the unwraps on the read path cost no
-/// branch.
-extension Optional {
-    /// The wrapped value, which the core's invariants say is there: checked in debug builds and
-    /// with `HABITAT_CHECKS`, unchecked otherwise.
-    @inlinable @inline(__always)
-    var invariantUnwrapped: Wrapped {
-        #if HABITAT_CHECKS || DEBUG
-        guard let value = self else { preconditionFailure("Habitat invariant broken: an unwrapped value was nil") }
-        return value
-        #else
-        return unsafelyUnwrapped
-        #endif
-    }
-}
-
+// The stack core's invariant checks. Built with `-Xswiftc -DHABITAT_CHECKS` (CI runs the whole
+// suite that way), every release of a state's lock checks the state it leaves; without it the
+// checks compile to nothing.
 extension StackState {
     /// Checks what every holder of the lock must leave behind (``withGuarded(_:)`` calls it).
     @inlinable

@@ -30,24 +30,17 @@ extension StackState {
         pushing: Bool,
         _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
-        let slot = currentReaderSlot()
         while true {
-            let new: Frame<App>
             var released: Frame<App>?
             var delivery: Lock?
-            let committed: Bool
-            do {
-                // The borrow keeps the frame copied alive (the slot parks it if `change` reads
-                // a newer top), so its address names it until the commit compares.
-                slot.pointee.borrows &+= 1
-                defer { slot.pointee.endBorrow() }
-                let source = frame(for: slot)
-                var copy = source._withUnsafeGuaranteedRef { $0.environment }
-                guard try change(&copy) else { return false }
-                new = Self.frame(consume copy, origin: origin, reusing: spare.take())
-                let sourceAddress = UInt64(UInt(bitPattern: source.toOpaque()))
-                committed = withGuarded { guarded in
-                    guard guarded.top.address == sourceAddress else { return false }
+            // `nil` when `change` declined. The frame copied stays alive until the commit
+            // compares it with the top (see `withTopFrame`).
+            let outcome = try withTopFrame { (source) throws(E) -> (new: Frame<App>, committed: Bool)? in
+                var copy = source.environment
+                guard try change(&copy) else { return nil }
+                let new = Self.frame(consume copy, origin: origin, reusing: spare.take())
+                let committed = withGuarded { guarded in
+                    guard guarded.top === source else { return false }
                     let old = guarded.top
                     guarded.top = new
                     if pushing { guarded.below.append(old) } else { released = old }
@@ -55,16 +48,16 @@ extension StackState {
                     delivery = guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
                     return true
                 }
+                return (new, committed)
             }
+            guard let (new, committed) = outcome else { return false }
             guard committed else {
                 discard(new)
                 continue
             }
             if let delivery { deliverChanges(holding: delivery) }
             if let old = released.take() {
-                // NB: a replaced top is usually held by this thread's slot alone (the write
-                // read it there); moving the slot on to the new top lets it go here.
-                if slot.pointee.frame == Unmanaged.passUnretained(old).toOpaque() { slot.pointee.replace(with: new) }
+                moveReaderSlot(from: old, to: new)
                 discard(old)
             }
             return true

@@ -43,7 +43,7 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
 
     /// Creates the state of a stack (`liveScopes` `nil`) or of a scope, with `base` at the bottom.
     @inlinable
-    init(stackID: UInt64, base: consuming HabitatEnvironment<App>, origin: FrameOrigin, liveScopes: AtomicWord?) {
+    init(stackID: UInt64, base: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin, liveScopes: AtomicWord?) {
         let top = Self.frame(base, origin: origin, reusing: nil)
         published = AtomicWord(top.address)
         guarded = Locked.make(Guarded(top: top, counted: liveScopes != nil))
@@ -64,7 +64,7 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     @inlinable
     static func frame(
         _ environment: consuming HabitatEnvironment<App>,
-        origin: FrameOrigin,
+        origin: consuming FrameOrigin,
         reusing empty: consuming Frame<App>?
     ) -> Frame<App> {
         guard let empty else { return Frame.make(environment, origin: origin) }
@@ -86,13 +86,14 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     /// Readies a pooled state for a new scope whose base is `base`. Only on a state nothing
     /// but the caller references.
     @inlinable
-    func reuse(base: consuming HabitatEnvironment<App>, origin: FrameOrigin) {
+    func reuse(base: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) {
         var base = Optional(base)
+        var origin = Optional(origin)
         withGuarded { guarded in
             // A thread's reader slot may still hold the old base; then the slot frees it.
             let empty = isKnownUniquelyReferenced(&guarded.top) ? guarded.top : nil
             _ = empty?.takeEnvironment()
-            guarded.top = Self.frame(base.take().invariantUnwrapped, origin: origin, reusing: empty)
+            guarded.top = Self.frame(base.take()!, origin: origin.take()!, reusing: empty)
             published.store(guarded.top.address, ordering: .releasing)
             liveScopes?.wrappingAdd(1, ordering: .acquiringAndReleasing)
             guarded.counted = true
@@ -117,17 +118,7 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
         _ = below  // the frames are released here, after the lock
     }
 
-    // MARK: Reading
-
-    /// Makes the calling thread's slot hold this state's top frame, and returns it unretained:
-    /// the slot owns it.
-    @inlinable
-    func frame(for slot: UnsafeMutablePointer<ReaderSlot>) -> Unmanaged<Frame<App>> {
-        if _slowPath(slot.pointee.address != published.load(ordering: .acquiring)) {
-            slot.pointee.replace(with: withGuarded { $0.top })
-        }
-        return Unmanaged.fromOpaque(slot.pointee.frame.invariantUnwrapped)
-    }
+    // MARK: Inspecting (with the lock; reads go through `ReadPath/`)
 
     /// The top environment, copied.
     var topEnvironment: HabitatEnvironment<App> { withGuarded { $0.top.environment } }

@@ -98,6 +98,9 @@ struct JSONScanner {
         Int(String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self))
     }
 
+    /// The bytes in `range`, copied.
+    func data(in range: Range<Int>) -> Data { Data(UnsafeBufferPointer(rebasing: bytes[range])) }
+
     func isObject(_ range: Range<Int>) -> Bool { bytes[range.lowerBound] == UInt8(ascii: "{") }
     func isString(_ range: Range<Int>) -> Bool { bytes[range.lowerBound] == UInt8(ascii: "\"") }
 

@@ -37,4 +37,10 @@ enum Scopes {
     /// The innermost link of the calling task, unretained, or `nil` outside every scope.
     @inlinable
     static var innermostAddress: UnsafeMutableRawPointer? { TaskLocalLookup.object(in: innermost) }
+
+    /// The innermost link of the calling task, or `nil` outside every scope.
+    @inlinable
+    static var innermostLink: ScopeLink? {
+        innermostAddress.map { Unmanaged<ScopeLink>.fromOpaque($0).takeUnretainedValue() }
+    }
 }
