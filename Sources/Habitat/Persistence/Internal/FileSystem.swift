@@ -71,8 +71,13 @@ enum FileSystem {
     // MARK: Opening files
 
     /// Opens `path` with `flags`, never through a symbolic link and never anything but a regular
-    /// file. Returns `nil` when the file does not exist (and `flags` don't create it).
-    private static func openRegularFile(_ path: String, _ flags: Int32, reading: Bool) throws(StoreError) -> Int32? {
+    /// file. Returns the descriptor and the file's size then, or `nil` when the file does not
+    /// exist (and `flags` don't create it).
+    private static func openRegularFile(
+        _ path: String,
+        _ flags: Int32,
+        reading: Bool
+    ) throws(StoreError) -> (fd: Int32, size: Int)? {
         // NB: O_NONBLOCK, so that a FIFO planted in the file's place can't block the open; it
         // changes nothing for a regular file.
         let fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
@@ -94,7 +99,7 @@ enum FileSystem {
             close(fd)
             throw .notARegularFile(path: path, found: describeKind(kind))
         }
-        return fd
+        return (fd, Int(status.st_size))
     }
 
     private static func describeKind(_ kind: mode_t) -> String {
@@ -115,7 +120,7 @@ enum FileSystem {
     /// NB: the lock lives in its own file because the data file is replaced by `rename`, and a
     /// lock on a file that has been renamed over no longer excludes anyone.
     static func withLock<R>(_ lockPath: String, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        guard let fd = try openRegularFile(lockPath, O_RDWR | O_CREAT, reading: false) else {
+        guard let fd = try openRegularFile(lockPath, O_RDWR | O_CREAT, reading: false)?.fd else {
             throw .unwritable(path: lockPath, reason: "cannot create the lock file")
         }
         defer { close(fd) }
@@ -132,7 +137,7 @@ enum FileSystem {
     /// on it. Returns the open descriptor, to hand to ``unlockFile(_:)``, or `nil` when the file
     /// can't be opened or locked (a read-only directory, a planted non-regular file).
     static func lockFile(_ path: String) -> Int32? {
-        guard let fd = try? openRegularFile(path, O_RDWR | O_CREAT, reading: false) else {
+        guard let fd = try? openRegularFile(path, O_RDWR | O_CREAT, reading: false)?.fd else {
             return nil
         }
         while flock(fd, LOCK_EX) != 0 {
@@ -154,10 +159,8 @@ enum FileSystem {
     /// - Throws: ``StoreError/tooLarge(path:size:limit:)`` past `limit` bytes,
     ///   ``StoreError/notARegularFile(path:found:)``, ``StoreError/unreadable(path:reason:)``.
     static func read(_ path: String, limit: Int) throws(StoreError) -> Data? {
-        guard let fd = try openRegularFile(path, O_RDONLY, reading: true) else { return nil }
+        guard let (fd, expected) = try openRegularFile(path, O_RDONLY, reading: true) else { return nil }
         defer { close(fd) }
-        var status = stat()
-        let expected = fstat(fd, &status) == 0 ? Int(status.st_size) : 0
         guard expected <= limit else { throw .tooLarge(path: path, size: expected, limit: limit) }
         var data = Data(count: max(expected, 4096))
         var filled = 0
