@@ -32,6 +32,6 @@ for operation in read read-floor read-swift-dependencies scoped-read scope scope
     a=$(count "$operation" "$n")
     b=$(count "$operation" $((2 * n)))
     [ -n "$a" ] && [ -n "$b" ] || { echo "instructions.sh: valgrind counted nothing for $operation" >&2; exit 1; }
-    printf "%-26s %9s\n" "$operation" "$(( (b - a) / n ))"
-    printf "%s\t%s\n" "$operation" "$(( (b - a) / n ))" >> "$tsv"
+    printf "%-26s %9s\n" "$operation" "$(( (b - a + n / 2) / n ))"
+    printf "%s\t%s\n" "$operation" "$(( (b - a + n / 2) / n ))" >> "$tsv"
 done

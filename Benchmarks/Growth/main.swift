@@ -221,23 +221,31 @@ func subscribed(_ side: String, subscribers: Int, duration: UInt64, consuming: B
             stack.logout()
         }
         worst = stopReading()
+    } else if side == "streams" {
+        // The control: no stack and no lock. The same subscribers on plain streams, fed the same
+        // two changes, while the reader reads a value nothing writes. Its slowest block is what
+        // the scheduler alone costs the reader, whatever a stack does.
+        let environment = ReadOnlyEnvironment(makeEnvironment())
+        let (continuations, idle) = plainSubscribers(subscribers, consuming: consuming, tasks: &consumers)
+        defer { withExtendedLifetime(idle) {} }
+        let stopReading = readBlocks { environment.timeout() }
+        var current = makeEnvironment()
+        func change(_ body: (inout HabitatEnvironment<BenchApp>) -> Void) {
+            let old = current
+            body(&current)
+            for continuation in continuations { continuation.yield((old, current)) }
+        }
+        time = repeatFor(duration) {
+            change { $0.session = UserSession(user: benchUser, token: token) }
+            change { $0.session = nil }
+        }
+        worst = stopReading()
+        for continuation in continuations { continuation.finish() }
     } else {
         // The floor: the same two in-place changes on a mutex-guarded array, each change handed
         // to every subscriber's stream under the lock (so all see them in order).
         let locked = LockedArrayStack(makeEnvironment())
-        var continuations: [AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.Continuation] = []
-        var idle: [AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>] = []
-        for _ in 0..<subscribers {
-            let (stream, continuation) = AsyncStream<(HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)>.makeStream(
-                bufferingPolicy: consuming ? .unbounded : .bufferingNewest(1)
-            )
-            continuations.append(continuation)
-            guard consuming else {
-                idle.append(stream)
-                continue
-            }
-            consumers.append(Task { for await change in stream { sink(change.1.isLoggedIn) } })
-        }
+        let (continuations, idle) = plainSubscribers(subscribers, consuming: consuming, tasks: &consumers)
         defer { withExtendedLifetime(idle) {} }
         let stopReading = readBlocks { locked.readTimeout() }
         func change(_ body: (inout HabitatEnvironment<BenchApp>) -> Void) {
@@ -260,6 +268,38 @@ func subscribed(_ side: String, subscribers: Int, duration: UInt64, consuming: B
     return (time, worst)
 }
 
+/// A change as the floor and the control hand it to their subscribers: the old and new environment.
+typealias PlainChange = (HabitatEnvironment<BenchApp>, HabitatEnvironment<BenchApp>)
+
+/// `count` plain streams of changes, each drained by a task added to `tasks` (consuming), or
+/// bounded to its newest change and returned in `idle` to be kept, never read.
+func plainSubscribers(
+    _ count: Int,
+    consuming: Bool,
+    tasks: inout [Task<Void, Never>]
+) -> (continuations: [AsyncStream<PlainChange>.Continuation], idle: [AsyncStream<PlainChange>]) {
+    var continuations: [AsyncStream<PlainChange>.Continuation] = []
+    var idle: [AsyncStream<PlainChange>] = []
+    for _ in 0..<count {
+        let (stream, continuation) = AsyncStream<PlainChange>.makeStream(bufferingPolicy: consuming ? .unbounded : .bufferingNewest(1))
+        continuations.append(continuation)
+        guard consuming else {
+            idle.append(stream)
+            continue
+        }
+        tasks.append(Task { for await change in stream { sink(change.1.isLoggedIn) } })
+    }
+    return (continuations, idle)
+}
+
+/// An environment nobody writes, read through a call the optimiser can't see through, as a
+/// stack's read is.
+final class ReadOnlyEnvironment: Sendable {
+    let environment: HabitatEnvironment<BenchApp>
+    init(_ environment: HabitatEnvironment<BenchApp>) { self.environment = environment }
+    @inline(never) func timeout() -> Int { environment.config.timeout }
+}
+
 /// Runs `body` again and again for `duration` ns; the time per run, in ns.
 func repeatFor(_ duration: UInt64, _ body: () -> Void) -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
@@ -280,13 +320,13 @@ func measureSubscribers() async {
             var times: [String: [Double]] = [:]
             var worst: [String: [Double]] = [:]
             for _ in 0..<(smoke ? 1 : 7) {
-                for side in ["habitat", "floor"] {
+                for side in ["habitat", "floor", "streams"] {
                     let (time, slowest) = await subscribed(side, subscribers: subscribers, duration: duration, consuming: consuming)
                     times[side, default: []].append(time)
                     worst[side, default: []].append(slowest)
                 }
             }
-            for side in ["habitat", "floor"] {
+            for side in ["habitat", "floor", "streams"] {
                 emit(group, subscribers, side, "ns_per_login_logout", median(times[side]!))
                 emit(group, subscribers, side, "worst_1000_reads_ns", median(worst[side]!))
             }
