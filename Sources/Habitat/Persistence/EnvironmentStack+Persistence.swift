@@ -124,17 +124,13 @@ extension EnvironmentStack {
             }
             if let expected, session.token != expected { return .superseded }
             let expired = session.isExpired(at: current.now())
-            let key = RefreshFlights.Key(
-                state: withActiveState { ObjectIdentifier($0) },
-                user: App.User.self,
-                token: session.token.secret
-            )
-            switch await RefreshFlights.shared.join(key, as: App.User.self) {
+            let key = RefreshFlights.Key<App.User>(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
+            switch await RefreshFlights.shared.join(key) {
             case .lead:
                 // NB: a refresh that landed between reading the session and joining has already
                 // replaced this token: refreshing it again would use it twice.
                 guard current.session?.token == session.token else {
-                    RefreshFlights.shared.land(key, with: nil, as: App.User.self)
+                    RefreshFlights.shared.land(key, with: nil)
                     continue
                 }
                 // Other processes and stacks that share the saved session take turns too, and
@@ -149,7 +145,7 @@ extension EnvironmentStack {
                         answer = try await refresh(session)
                     } catch {
                         shared?.lock.endRefresh(turn)
-                        RefreshFlights.shared.land(key, with: .failure(error), as: App.User.self)
+                        RefreshFlights.shared.land(key, with: .failure(error))
                         throw error
                     }
                 }
@@ -157,7 +153,7 @@ extension EnvironmentStack {
                 // The new token is on disk before anyone who waited for it resumes.
                 await autosave.flush()
                 shared?.lock.endRefresh(turn)
-                RefreshFlights.shared.land(key, with: .success(answer), as: App.User.self)
+                RefreshFlights.shared.land(key, with: .success(answer))
                 return outcome
             case .answer(.success(let answer)):
                 return apply(answer, to: session, expired: expired, joined: true, at: site)

@@ -8,18 +8,11 @@
 final class RefreshFlights: @unchecked Sendable {
     static let shared = RefreshFlights()
 
-    /// A stack state (the global stack's, or a scope's), its app's `User` type and the token
-    /// being refreshed.
-    struct Key: Hashable {
+    /// A stack state (the global stack's, or a scope's) and the token being refreshed, for an
+    /// app whose user type is `User`. Keys of two `User` types are never equal as `AnyHashable`s.
+    struct Key<User: Sendable>: Hashable {
         var state: ObjectIdentifier
-        var user: ObjectIdentifier
         var token: String
-
-        init<User>(state: ObjectIdentifier, user _: User.Type, token: String) {
-            self.state = state
-            user = ObjectIdentifier(User.self)
-            self.token = token
-        }
     }
 
     /// What a caller that joins gets: the lead, the leader's answer, or word that the session
@@ -37,14 +30,13 @@ final class RefreshFlights: @unchecked Sendable {
 
     // Safe: `flights` and every flight's `waiters` are only touched with `lock` held.
     private let lock = Lock()
-    /// Each value is a `Flight<User>` of the `User` its key names: the casts below can't fail.
-    private var flights: [Key: AnyObject] = [:]
+    /// Each value is the `Flight<User>` of its `Key<User>`: the casts below can't fail.
+    private var flights: [AnyHashable: AnyObject] = [:]
 
     /// Leads the flight for `key` when none is in the air, or waits for its answer.
     func join<User: Sendable>(
-        _ key: Key,
-        isolation: isolated (any Actor)? = #isolation,
-        as _: User.Type
+        _ key: Key<User>,
+        isolation: isolated (any Actor)? = #isolation
     ) async -> Joined<User> {
         await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Joined<User>, Never>) in
             lock.withLock {
@@ -59,7 +51,7 @@ final class RefreshFlights: @unchecked Sendable {
     }
 
     /// Ends the flight for `key` and hands `answer` (`nil`: stale) to every caller that joined it.
-    func land<User: Sendable>(_ key: Key, with answer: Result<SessionRefresh<User>, any Error>?, as _: User.Type) {
+    func land<User: Sendable>(_ key: Key<User>, with answer: Result<SessionRefresh<User>, any Error>?) {
         let waiters = lock.withLock {
             flights.removeValue(forKey: key).map { ($0 as! Flight<User>).waiters } ?? []
         }
@@ -72,7 +64,9 @@ final class RefreshFlights: @unchecked Sendable {
     /// the air (for tests).
     func waiterCount<User: Sendable>(token: String, as _: User.Type) -> Int? {
         lock.withLock {
-            let waiting = flights.filter { $0.key.token == token }.compactMap { ($0.value as? Flight<User>)?.waiters.count }
+            let waiting = flights.compactMap { key, flight in
+                (key.base as? Key<User>)?.token == token ? (flight as? Flight<User>)?.waiters.count : nil
+            }
             return waiting.isEmpty ? nil : waiting.reduce(0, +)
         }
     }
