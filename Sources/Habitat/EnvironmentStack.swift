@@ -101,6 +101,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         let (stream, finish) = withActiveState { $0.subscribe() }
         return (stream, finish)
     }
+
+    /// How many change streams of the calling task's stack are subscribed: for tests that show
+    /// a subscriber went away.
+    package var changeSubscriberCount: Int { withActiveState { $0.subscriberCount } }
 }
 
 @usableFromInline

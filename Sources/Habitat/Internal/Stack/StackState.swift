@@ -126,6 +126,9 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     @inlinable
     var depth: Int { withGuarded { $0.below.count + 1 } }
 
+    /// How many change streams are subscribed: for tests that show a subscriber went away.
+    var subscriberCount: Int { withGuarded { $0.feed.subscribers.count } }
+
     /// Every frame, base first: its origin and its environment, copied.
     var frames: [(origin: FrameOrigin, environment: HabitatEnvironment<App>)] {
         withGuarded { guarded in (guarded.below + [guarded.top]).map { ($0.origin, $0.environment) } }

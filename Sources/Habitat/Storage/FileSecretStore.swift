@@ -1,31 +1,5 @@
 public import Foundation
 
-/// Where an app keeps secrets, such as an access token, apart from its plain data.
-///
-/// Habitat writes the session's token only through a secret store, never into a
-/// ``KeyValueStore``. It ships ``FileSecretStore`` (the default on Linux: owner-only files in an
-/// owner-only directory) and ``InMemorySecretStore``. On Apple platforms, conform a small
-/// Keychain adapter; see <doc:PersistenceAndSessions>.
-public protocol SecretStore: Sendable {
-    /// The secret stored under `key`, or `nil` when there is none.
-    ///
-    /// Return `nil` only when the store knows there is no such secret. When it can't tell (a
-    /// locked device, an I/O error, a denied permission), throw: a ``SessionStore`` then keeps
-    /// the session waiting for its token instead of logging the user out. Throw
-    /// ``StoreError/unavailable(key:reason:)`` when the secret should be readable later, such
-    /// as the Keychain's `errSecInteractionNotAllowed` before the first unlock.
-    /// - Parameter key: The secret's name.
-    /// - Throws: ``StoreError`` when the secret can't be read.
-    func secret(forKey key: String) throws(StoreError) -> Data?
-
-    /// Stores `secret` under `key`, or deletes it when `secret` is `nil`.
-    /// - Parameters:
-    ///   - secret: The secret, or `nil` to delete it.
-    ///   - key: The secret's name.
-    /// - Throws: ``StoreError`` when the secret can't be written; nothing changed then.
-    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError)
-}
-
 /// A ``SecretStore`` that keeps each secret in its own owner-only file (`0600`) inside an
 /// owner-only directory (`0700`), written atomically.
 ///
@@ -122,28 +96,5 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
                 }
             }
         }
-    }
-}
-
-/// A ``SecretStore`` in memory, for tests and previews.
-// Safe: `secrets` is read and written only with `lock` held.
-public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
-    private let lock = Lock()
-    private var secrets: [String: Data] = [:]
-
-    /// Creates an empty secret store.
-    public init() {}
-
-    public func secret(forKey key: String) throws(StoreError) -> Data? {
-        lock.withLock { secrets[key] }
-    }
-
-    public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        lock.withLock { secrets[key] = secret }
-    }
-
-    /// The names of the secrets held, for assertions.
-    public var keys: [String] {
-        lock.withLock { Array(secrets.keys) }
     }
 }

@@ -1,0 +1,52 @@
+import Foundation
+
+extension EnvironmentStack {
+    /// Saves the current environment's session and configuration to `sessions`.
+    ///
+    /// - Parameter sessions: Where to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
+    public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
+        try sessions.save(current)
+    }
+
+    /// Restores a saved session and configuration into the current environment.
+    ///
+    /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:fileID:line:using:)``
+    /// confirms it; ``SessionDependent`` services receive its token. When the secret store
+    /// can't be read, it is ``AuthState/awaitingToken`` instead (see
+    /// ``SessionStore/load()``), and restoring again later completes it. When nothing was saved, the
+    /// stack is unchanged. When the saved app was logged out, the configuration is restored and
+    /// nobody is logged in. Observers see one change of kind ``EnvironmentChangeKind/restore``.
+    ///
+    /// ```swift
+    /// if let snapshot = try AppEnvironment.restore(from: sessions),
+    ///    let session = snapshot.session, session.isExpired(at: Date()) {
+    ///     // show the login screen, or refresh first
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - sessions: Where to restore from.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    /// - Returns: What was restored, or `nil` when nothing was saved.
+    /// - Throws: ``SnapshotError``; the stack and the stored data are unchanged then.
+    @discardableResult
+    public func restore(
+        from sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) throws(SnapshotError) -> SessionSnapshot<App>? {
+        guard let snapshot = try sessions.load() else { return nil }
+        let origin = FrameOrigin(.restore, fileID: fileID, line: line)
+        withActiveState { state in
+            state.update(origin) { environment in
+                environment.config = snapshot.config
+                environment.session = snapshot.session
+                environment.applySession()
+                return true
+            }
+        }
+        return snapshot
+    }
+}

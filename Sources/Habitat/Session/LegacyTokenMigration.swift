@@ -1,0 +1,109 @@
+import Foundation
+
+extension SessionStore {
+    /// See ``EnvironmentStack/migrateLegacyToken(from:key:to:user:)``.
+    func migrateLegacyToken(
+        from legacy: any KeyValueStore,
+        key legacyKey: String,
+        environment: HabitatEnvironment<App>,
+        user: () -> App.User?
+    ) throws(SnapshotError) -> LegacyTokenMigration {
+        try lock.withLock { () throws(SnapshotError) in
+            let stored: Data?
+            do throws(StoreError) {
+                stored = try legacy.data(forKey: legacyKey)
+            } catch {
+                throw .store(error)
+            }
+            guard let stored, let token = Self.legacyToken(in: stored) else { return .nothingToMigrate }
+            // NB: a snapshot saved already means either a run of this migration got as far as
+            // saving (and was stopped before deleting the legacy token), or the app has moved on
+            // without it. Either way the legacy token is deleted only after the saved session
+            // was read back.
+            let result: LegacyTokenMigration
+            if let saved = try loadLocked() {
+                if let problem = saved.tokenProblem { throw .store(problem) }
+                result = saved.session?.token.secret == token ? .migrated : .discardedStale
+            } else {
+                guard let user = user() else { return .noUser }
+                var environment = environment
+                environment.session = UserSession(user: user, token: AuthToken(token), state: .restored)
+                try saveLocked(environment)
+                let readBack = try loadLocked()
+                if let problem = readBack?.tokenProblem { throw .store(problem) }
+                guard readBack?.session?.token.secret == token else {
+                    throw .store(.unwritable(path: tokenKey, reason: "the migrated token did not read back"))
+                }
+                result = .migrated
+            }
+            do throws(StoreError) {
+                try legacy.removeValue(forKey: legacyKey)
+            } catch {
+                throw .store(error)
+            }
+            return result
+        }
+    }
+
+    /// A token as an earlier version stored it: a JSON string (as ``StoreKey`` writes one) or
+    /// plain UTF-8 text; `nil` when empty.
+    static func legacyToken(in data: Data) -> String? {
+        let text = (try? JSONDecoder().decode(String.self, from: data)) ?? String(data: data, encoding: .utf8)
+        guard let text, !text.isEmpty else { return nil }
+        return text
+    }
+}
+
+extension EnvironmentStack {
+    /// Moves a token that an earlier version of the app kept in a plain store (`UserDefaults`,
+    /// say) into `sessions`, where the token lives in the secret store. Call it at launch,
+    /// before ``restoreAtLaunch(from:fileID:line:)``.
+    ///
+    /// ```swift
+    /// let legacy = UserDefaultsStore(.standard)
+    /// try AppEnvironment.migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) {
+    ///     legacyUser()          // the user the earlier version kept, if any
+    /// }
+    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
+    /// ```
+    ///
+    /// It copies, verifies, then deletes: the session (the user from `user`, the legacy
+    /// token, the stack's current configuration) is saved, read back and compared, and only
+    /// then is the legacy token deleted. It is idempotent, and safe to stop at any point: run
+    /// again, it finishes the job, so a token is always in one place or the other. When a
+    /// session has been saved already, the legacy token is deleted once the saved session was
+    /// read back: it was migrated before, or the app has moved on without it.
+    ///
+    /// - Parameters:
+    ///   - legacy: Where the earlier version kept the token.
+    ///   - legacyKey: The token's key there; its value is the token as UTF-8 text or a JSON
+    ///     string.
+    ///   - sessions: Where the session goes.
+    ///   - user: The user the token belongs to; called only when there is a token to move,
+    ///     while `sessions` is locked (so it must not use `sessions` itself). Return `nil` to
+    ///     leave the legacy token where it is.
+    /// - Returns: What happened.
+    /// - Throws: ``SnapshotError``; the legacy token is still in place then.
+    @discardableResult
+    public func migrateLegacyToken(
+        from legacy: any KeyValueStore,
+        key legacyKey: String,
+        to sessions: SessionStore<App>,
+        user: () -> App.User?
+    ) throws(SnapshotError) -> LegacyTokenMigration {
+        try sessions.migrateLegacyToken(from: legacy, key: legacyKey, environment: current, user: user)
+    }
+}
+
+/// What ``EnvironmentStack/migrateLegacyToken(from:key:to:user:)`` did.
+public enum LegacyTokenMigration: Sendable, Hashable {
+    /// The legacy token belongs to the saved session now, and is gone from the legacy store.
+    case migrated
+    /// There was no legacy token: nothing to do (every launch after the migration).
+    case nothingToMigrate
+    /// A session other than the legacy token's had been saved already: the legacy token was
+    /// stale, and has been deleted.
+    case discardedStale
+    /// There was a legacy token, but `user` returned `nil`: it was left where it is.
+    case noUser
+}

@@ -1,0 +1,28 @@
+public import Foundation
+
+/// A saved session and configuration, as loaded by ``SessionStore/load()``.
+public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
+    /// The saved session with its token, in state ``AuthState/restored``; `nil` when the app
+    /// was logged out (or the token is gone).
+    public var session: UserSession<App.User>?
+    /// The saved configuration.
+    public var config: App.Config
+    /// When the snapshot was saved, by the saving environment's clock.
+    public var savedAt: Date?
+    /// Why the session's token couldn't be read, when the secret store threw: the session is
+    /// then ``AuthState/awaitingToken``.
+    public var tokenProblem: StoreError?
+
+    /// Creates a snapshot.
+    /// - Parameters:
+    ///   - session: The restored session, if any.
+    ///   - config: The configuration.
+    ///   - savedAt: When it was saved.
+    ///   - tokenProblem: Why the token couldn't be read, if it couldn't.
+    public init(session: UserSession<App.User>?, config: App.Config, savedAt: Date?, tokenProblem: StoreError? = nil) {
+        self.session = session
+        self.config = config
+        self.savedAt = savedAt
+        self.tokenProblem = tokenProblem
+    }
+}

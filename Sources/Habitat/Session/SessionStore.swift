@@ -1,0 +1,231 @@
+public import Foundation
+
+/// Saves the session part of an environment (user, auth state, token expiry, configuration)
+/// as a versioned snapshot, with the token kept apart in a ``SecretStore``.
+///
+/// ```swift
+/// let sessions = SessionStore<MyApp>(
+///     store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
+///     secrets: try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets")),
+///     version: 2,
+///     migrations: [SnapshotMigration(from: 1) { try renameField(in: $0) }]
+/// )
+/// AppEnvironment.restoreAtLaunch(from: sessions)   // at launch
+/// AppEnvironment.enableAutosave(to: sessions)       // from then on
+/// ```
+///
+/// The snapshot is JSON under ``key`` in the plain store; the token's secret is under
+/// `"\(key).token"` in the secret store and nowhere else.
+///
+/// Several processes (an app and its extensions) and several stacks may share one session
+/// store: saves and loads take turns on an advisory lock on ``lockFile``, and so do refreshes
+/// (on the same path with `.refresh` appended), so that only one of them asks the server at a
+/// time and the others use the token it got.
+public struct SessionStore<App: EnvironmentSchema>: Sendable {
+    /// Where the snapshot goes.
+    public let store: any KeyValueStore
+    /// Where the token goes.
+    public let secrets: any SecretStore
+    /// The snapshot's key in ``store``; the token's key in ``secrets`` is `"\(key).token"`.
+    public let key: String
+    /// The snapshot version this app writes, and the newest it reads.
+    public let version: Int
+    /// The file whose advisory lock the users of this store take turns on, in every process;
+    /// `nil` when only this process's users of this value take turns.
+    public let lockFile: URL?
+    /// Whether a load deletes a token that no saved snapshot names (see ``load()``).
+    public let discardsUnpairedSecrets: Bool
+    let migrations: [Int: SnapshotMigration]
+    let lock: SessionLock
+
+    /// Creates a session store.
+    /// - Parameters:
+    ///   - store: Where the snapshot goes.
+    ///   - secrets: Where the token goes.
+    ///   - key: The snapshot's key; `"habitat.session"` by default.
+    ///   - version: The snapshot version this app writes; 1 by default. Raise it when `User` or
+    ///     `Config` change shape, and register a migration from the previous version.
+    ///   - migrations: Migrations that move older snapshots forward, one version at a time.
+    ///   - lockFile: The file the processes sharing this store lock while they save, load or
+    ///     refresh. By default, for a ``JSONFileStore``, its file's path with `.session-lock`
+    ///     appended; for other stores, none: pass one in a directory every process can reach
+    ///     (an app group's container) when several processes share the store.
+    ///   - discardsUnpairedSecrets: Whether a load deletes a token that no saved snapshot names,
+    ///     such as one a Keychain kept after the app was deleted and reinstalled. `true` by
+    ///     default; such a token is never used either way.
+    public init(
+        store: any KeyValueStore,
+        secrets: any SecretStore,
+        key: String = "habitat.session",
+        version: Int = 1,
+        migrations: [SnapshotMigration] = [],
+        lockFile: URL? = nil,
+        discardsUnpairedSecrets: Bool = true
+    ) {
+        self.store = store
+        self.secrets = secrets
+        self.key = key
+        self.version = version
+        self.migrations = Dictionary(migrations.map { ($0.from, $0) }, uniquingKeysWith: { _, last in last })
+        let lockFile = lockFile ?? (store as? JSONFileStore).map { URL(fileURLWithPath: $0.url.path + ".session-lock") }
+        self.lockFile = lockFile
+        self.discardsUnpairedSecrets = discardsUnpairedSecrets
+        lock = SessionLock(path: lockFile?.path)
+    }
+
+    /// A session store that keeps everything in memory, for tests and previews.
+    /// - Returns: A store over a new ``InMemoryStore`` and ``InMemorySecretStore``.
+    public static func inMemory() -> Self {
+        SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
+    }
+
+    /// The token's key in ``secrets``.
+    public var tokenKey: String { key + ".token" }
+
+    // MARK: Saving
+
+    /// Saves the session and configuration of `environment`.
+    ///
+    /// The snapshot and the token are one pair: the snapshot names the token it belongs with by
+    /// a pairing identifier, and ``load()`` uses a token only with the snapshot that names it. A
+    /// save that changes the token writes the secret store first, keeping the previous token
+    /// beside the new one, then the snapshot, then drops the previous token. A crash at any
+    /// point leaves the previous session or the new one, each with its own token, and never one
+    /// user's snapshot with another save's token. A save that keeps the token writes only the
+    /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
+    /// no token on disk. The token never goes into the plain store.
+    ///
+    /// A session ``AuthState/awaitingToken`` (restored while the secret store couldn't be read)
+    /// is saved without touching the secret store: the snapshot keeps naming the token it named.
+    ///
+    /// - Parameter environment: The environment whose session and config to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func save(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
+        try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
+    }
+
+    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
+        do {
+            if environment.session?.state == .awaitingToken {
+                let saved = try store.data(forKey: key).flatMap { try? decodePayload($0) }
+                try store.setData(try encode(environment, pairID: saved?.session?.pairID), forKey: key)
+                return
+            }
+            guard let session = environment.session else {
+                try secrets.setSecret(nil, forKey: tokenKey)
+                try store.setData(try encode(environment, pairID: nil), forKey: key)
+                return
+            }
+            let stored = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
+            if let newest = stored?.tokens.first, newest.secret == session.token.secret {
+                try store.setData(try encode(environment, pairID: newest.id), forKey: key)
+                if stored?.tokens.count != 1 {
+                    try secrets.setSecret(TokenRecord(tokens: [newest]).encoded(), forKey: tokenKey)
+                }
+                return
+            }
+            let entry = TokenRecord.Entry(id: UUID().uuidString, secret: session.token.secret)
+            let previous = stored?.tokens.first.map { [$0] } ?? []
+            try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey)
+            try store.setData(try encode(environment, pairID: entry.id), forKey: key)
+            if !previous.isEmpty {
+                try secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey)
+            }
+        } catch let error as SnapshotError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(.encodingFailed(key: key, reason: describe(error)))
+        }
+    }
+
+    /// Deletes the snapshot and the token.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func clear() throws(SnapshotError) {
+        try lock.withLock { () throws(SnapshotError) in
+            do throws(StoreError) {
+                try secrets.setSecret(nil, forKey: tokenKey)
+                try store.removeValue(forKey: key)
+            } catch {
+                throw .store(error)
+            }
+        }
+    }
+
+    // MARK: Loading
+
+    /// Reads the saved snapshot, migrating it forward when it is older than ``version``.
+    ///
+    /// A restored session's state is ``AuthState/restored``. A snapshot whose user has no
+    /// token in the secret store (the token was deleted, or the secret store was reset), or
+    /// only a token of another save, loads as logged out.
+    ///
+    /// A secret store that throws is not taken for one without a token: the session loads as
+    /// ``AuthState/awaitingToken``, with the user's data and an empty token, and
+    /// ``SessionSnapshot/tokenProblem`` says why. Nothing is deleted; a later load (or
+    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` with autosave on) reads the token
+    /// once the secret store can be read again.
+    ///
+    /// A token that no saved snapshot names, such as one a Keychain kept after the app was
+    /// deleted and reinstalled, is never used, and is deleted here unless
+    /// ``discardsUnpairedSecrets`` is `false`.
+    ///
+    /// - Returns: The snapshot, or `nil` when none was saved.
+    /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
+    public func load() throws(SnapshotError) -> SessionSnapshot<App>? {
+        try lock.withLock { () throws(SnapshotError) in try loadLocked() }
+    }
+
+    func loadLocked() throws(SnapshotError) -> SessionSnapshot<App>? {
+        let stored: Data?
+        do {
+            stored = try store.data(forKey: key)
+        } catch {
+            throw .store(error)
+        }
+        let payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }
+        let secret: Result<Data?, StoreError>
+        do {
+            secret = .success(try secrets.secret(forKey: tokenKey))
+        } catch {
+            secret = .failure(error)
+        }
+        var session: UserSession<App.User>?
+        var tokenProblem: StoreError?
+        if let saved = payload?.session {
+            switch secret {
+            case .success(let secret):
+                session = Self.token(in: secret, pairedWith: saved.pairID).map {
+                    UserSession(user: saved.user, token: AuthToken($0, expiresAt: saved.tokenExpiresAt), state: .restored)
+                }
+            case .failure(let error):
+                tokenProblem = error
+                session = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
+            }
+        }
+        if session == nil, discardsUnpairedSecrets, case .success(.some) = secret {
+            // NB: no snapshot names this token, and none can later: every save that names a
+            // token writes it first, under the lock this load holds. Deleting it is best
+            // effort; the next load tries again.
+            try? secrets.setSecret(nil, forKey: tokenKey)
+        }
+        guard let payload else { return nil }
+        return SessionSnapshot(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
+    }
+
+    /// The token in the stored secret that belongs with a snapshot naming `pairID`.
+    ///
+    /// A snapshot written before snapshots named their token (no `pairID`) goes with a plain
+    /// secret, as that version stored it.
+    static func token(in secret: Data?, pairedWith pairID: String?) -> String? {
+        guard let secret else { return nil }
+        guard let pairID else {
+            guard TokenRecord.decode(secret) == nil, let value = String(data: secret, encoding: .utf8), !value.isEmpty else {
+                return nil
+            }
+            return value
+        }
+        return TokenRecord.decode(secret)?.tokens.first { $0.id == pairID }?.secret
+    }
+}

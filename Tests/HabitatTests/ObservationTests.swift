@@ -1,0 +1,133 @@
+#if canImport(Observation)
+import Foundation
+import Habitat
+import Observation
+import Testing
+
+/// `ObservableEnvironment` tells an observer what a screen would redraw for: each test tracks
+/// one property with `withObservationTracking`, makes one change on the stack, and waits for the
+/// observer to be told.
+@MainActor
+@Suite struct ObservationTests {
+    /// Waits until `read`'s observation fires after `change`, or `limit` passes; returns whether
+    /// it fired. The limit only keeps a broken build from hanging: nothing is timed.
+    private func observer<T>(
+        of read: @escaping @MainActor () -> T,
+        isToldOf change: () throws -> Void,
+        limit: Duration = .seconds(10)
+    ) async rethrows -> Bool {
+        let (told, tell) = AsyncStream<Void>.makeStream()
+        withObservationTracking { _ = read() } onChange: { tell.yield() }
+        try change()
+        return await firstOf(told, orAfter: limit)
+    }
+
+    private func firstOf(_ stream: AsyncStream<Void>, orAfter limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { for await _ in stream { return true }; return false }
+            group.addTask { try? await Task.sleep(for: limit); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Lets the object's follower task apply every change made so far.
+    private func settle(_ stack: EnvironmentStack<TestApp>, _ object: ObservableEnvironment<TestApp>) async {
+        while object.config != stack.current.config || object.session != stack.current.session {
+            await Task.yield()
+        }
+    }
+
+    @Test func loginAndLogoutAreObserved() async throws {
+        let stack = makeStack()
+        let object = ObservableEnvironment(stack)
+        #expect(await observer(of: { object.currentUser }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
+        await settle(stack, object)
+        #expect(object.currentUser == .ada)
+        #expect(object.isLoggedIn)
+        #expect(await observer(of: { object.isLoggedIn }, isToldOf: { stack.logout() }))
+        await settle(stack, object)
+        #expect(object.currentUser == nil)
+        #expect(!object.isLoggedIn)
+    }
+
+    @Test func userAndConfigUpdatesAreObserved() async throws {
+        let stack = makeStack()
+        stack.login(user: .ada, token: AuthToken("t"))
+        let object = ObservableEnvironment(stack)
+        #expect(try await observer(of: { object.currentUser }, isToldOf: { try stack.updateCurrentUser { $0.name = "Ada L." } }))
+        await settle(stack, object)
+        #expect(object.currentUser?.name == "Ada L.")
+        #expect(await observer(of: { object.config }, isToldOf: { stack.updateConfig { $0.timeout = 5 } }))
+        await settle(stack, object)
+        #expect(object.config.timeout == 5)
+    }
+
+    @Test func restoreAndRefreshAreObserved() async throws {
+        let sessions = SessionStore<TestApp>.inMemory()
+        let saving = makeStack()
+        saving.login(user: .grace, token: AuthToken("old"))
+        try saving.save(to: sessions)
+
+        let stack = makeStack()
+        let object = ObservableEnvironment(stack)
+        #expect(try await observer(of: { object.currentUser }, isToldOf: { try stack.restore(from: sessions) }))
+        await settle(stack, object)
+        #expect(object.currentUser == .grace)
+        #expect(object.isRestored)
+
+        let (told, tell) = AsyncStream<Void>.makeStream()
+        withObservationTracking { _ = object.session } onChange: { tell.yield() }
+        let outcome = await stack.refreshSession { _ in .refreshed(token: AuthToken("new")) }
+        #expect(outcome == .refreshed)
+        #expect(await firstOf(told, orAfter: .seconds(10)))
+        await settle(stack, object)
+        #expect(object.session?.state == .authenticated)
+        #expect(!object.isRestored)
+    }
+
+    @Test func anObjectMadeInAScopeFollowsTheScopeUntilItEnds() async throws {
+        let stack = makeStack()
+        let outside = ObservableEnvironment(stack)
+        let inside = try await stack.withEnvironment({ $0.config.timeout = 1 }) { () async throws -> ObservableEnvironment<TestApp> in
+            let object = ObservableEnvironment(stack)
+            #expect(object.config.timeout == 1)
+            #expect(await observer(of: { object.currentUser }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
+            await settle(stack, object)
+            #expect(object.currentUser == .ada)
+            return object
+        }
+        // The scope's login never reached the global stack or its observer.
+        #expect(stack.current.session == nil)
+        #expect(outside.currentUser == nil)
+        // After the scope, the object no longer follows anything: a global login leaves it as it was.
+        stack.login(user: .grace, token: AuthToken("g"))
+        await settle(stack, outside)
+        #expect(outside.currentUser == .grace)
+        #expect(inside.currentUser == .ada)
+        #expect(inside.config.timeout == 1)
+    }
+
+    @Test func aReleasedObjectStopsFollowing() async throws {
+        let stack = makeStack()
+        #expect(stack.changeSubscriberCount == 0)
+        weak var weakObject: ObservableEnvironment<TestApp>?
+        do {
+            let object = ObservableEnvironment(stack)
+            weakObject = object
+            #expect(stack.changeSubscriberCount == 1)
+            stack.login(user: .ada, token: AuthToken("t"))
+            await settle(stack, object)
+        }
+        #expect(weakObject == nil)
+        // Its follower task ends, and with it the subscription: nothing is left behind.
+        var spins = 0
+        while stack.changeSubscriberCount != 0, spins < 100_000 {
+            await Task.yield()
+            spins += 1
+        }
+        #expect(stack.changeSubscriberCount == 0)
+    }
+}
+#endif
