@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "Habitat", targets: ["Habitat"]),
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
         .library(name: "HabitatTesting", targets: ["HabitatTesting"]),
+        .library(name: "HabitatKeychain", targets: ["HabitatKeychain"]),
         .executable(name: "habitat-demo", targets: ["SessionDemo"]),
     ],
     dependencies: [],
@@ -18,8 +19,11 @@ let package = Package(
         .target(name: "_HabitatShims"),
         .target(name: "Habitat", dependencies: ["_HabitatShims"]),
         .target(name: "HabitatOperators", dependencies: ["Habitat"]),
+        // The Keychain secret store, a product of its own: its Apple binding can't break the
+        // `Habitat` module, and apps that keep tokens elsewhere don't link it.
+        .target(name: "HabitatKeychain", dependencies: ["Habitat"]),
         // Mocks and test helpers; the only target that imports XCTest and Testing.
-        .target(name: "HabitatTesting", dependencies: ["Habitat"]),
+        .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatKeychain"]),
 
         .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
@@ -67,6 +71,15 @@ let package = Package(
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
         .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting"]),
+        .testTarget(name: "HabitatKeychainTests", dependencies: ["HabitatKeychain", "HabitatTesting"]),
+        // The Keychain store's Apple binding (a symbolic link to its source), compiled and run
+        // on Linux against a module with Security's signatures.
+        .target(name: "SecurityStandIn", path: "Tests/StandIns/SecurityStandIn"),
+        .testTarget(
+            name: "KeychainBindingCheck",
+            dependencies: ["HabitatKeychain", "SecurityStandIn"],
+            swiftSettings: [.define("HABITAT_SECURITY_STANDIN")]
+        ),
 
         // Habitat's names beside the names an iOS app imports at the same time: modules that
         // stand in for SwiftUI, Alamofire, the Facebook SDK and IssueReporting, and a test that

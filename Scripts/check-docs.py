@@ -111,7 +111,7 @@ def main():
         if not library.exists():
             library.mkdir()
             (library / "Empty.swift").write_text("// This document declares nothing of its own.\n")
-        targets.append(f'        .target(name: "{name}", dependencies: [habitat, testing], path: "{name}"),')
+        targets.append(f'        .target(name: "{name}", dependencies: [habitat, testing, keychain], path: "{name}"),')
         if statements:
             program.mkdir(exist_ok=True)
             body = re.sub(r"^import \w+$\n?", "", "\n\n".join(statements), flags=re.M)
@@ -127,6 +127,7 @@ import PackageDescription
 
 let habitat: Target.Dependency = .product(name: "Habitat", package: "{ROOT.name.lower()}")
 let testing: Target.Dependency = .product(name: "HabitatTesting", package: "{ROOT.name.lower()}")
+let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{ROOT.name.lower()}")
 
 let package = Package(
     name: "DocSnippets",

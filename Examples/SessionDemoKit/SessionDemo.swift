@@ -153,12 +153,12 @@ public enum SessionDemo {
                     .refreshed(token: api.logIn(name: session.user.name, now: now))
                 }
                 switch outcome {
-                case .refreshed:
+                case .refreshed, .refreshedNotSaved:
                     try stack.save(to: sessions)
                     result.output += "refreshed the session of \(stack.current.currentUser?.name ?? "?"): a new token, authenticated\n"
                 case .notLoggedIn:
                     result.output += "logged out: nothing to refresh\n"
-                case .awaitingToken:
+                case .awaitingToken, .waitingForRotation:
                     result.output += "the token can't be read right now: try again later\n"
                 case .ended, .superseded:
                     result.output += "the session ended\n"

@@ -53,7 +53,7 @@ public final class MockKeyValueStore: KeyValueStore, Sendable {
     /// - Parameters:
     ///   - count: How many operations fail.
     ///   - error: The error they throw.
-    public func failNext(_ count: Int = 1, with error: StoreError = .injected("MockKeyValueStore")) {
+    public func failNext(_ count: Int = 1, with error: StoreError = .unavailable(key: "MockKeyValueStore", reason: "a failure injected by the test")) {
         recorder.failNext(count, with: error)
     }
 
@@ -115,7 +115,7 @@ public final class MockSecretStore: SecretStore, Sendable {
     }
 
     /// Makes the next `count` operations throw `error` (and change nothing).
-    public func failNext(_ count: Int = 1, with error: StoreError = .injected("MockSecretStore")) {
+    public func failNext(_ count: Int = 1, with error: StoreError = .unavailable(key: "MockSecretStore", reason: "a failure injected by the test")) {
         recorder.failNext(count, with: error)
     }
 

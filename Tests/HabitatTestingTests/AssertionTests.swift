@@ -90,11 +90,12 @@ struct AssertionTests {
         let env = HabitatEnvironment<TestingApp>.test(services: Services(), config: Config())
             .loggingIn(user: .ada, token: AuthToken("tok-mock-SECRET"))
         store.failNext()
-        #expect(throws: SnapshotError.store(.injected("MockKeyValueStore"))) { try sessions.save(env) }
+        #expect(throws: SnapshotError.store(.unavailable(key: "MockKeyValueStore", reason: "a failure injected by the test"))) { try sessions.save(env) }
         #expect(
-            secrets.operations == [.read("habitat.session.token"), .write("habitat.session.token")],
-            "the token was looked up (to pair it), then written before the snapshot"
+            secrets.operations == [.read("habitat.session.token"), .write("habitat.session.token"), .delete("habitat.session.token")],
+            "the token was looked up (to pair it), written before the snapshot, and taken back when the snapshot failed"
         )
+        #expect(!secrets.contains("tok-mock-SECRET"), "a failed save leaves no token behind")
         try sessions.save(env)
         #expect(secrets.contains("tok-mock-SECRET"))
         #expect(!store.contents.values.contains { $0.range(of: Data("tok-mock-SECRET".utf8)) != nil })
@@ -106,7 +107,7 @@ struct AssertionTests {
     @Test func theSecretMockFailsOnCommand() {
         let secrets = MockSecretStore()
         secrets.failNext()
-        #expect(throws: StoreError.injected("MockSecretStore")) { try secrets.setSecret(Data(), forKey: "k") }
+        #expect(throws: StoreError.unavailable(key: "MockSecretStore", reason: "a failure injected by the test")) { try secrets.setSecret(Data(), forKey: "k") }
         #expect(secrets.keys.isEmpty)
     }
 }

@@ -257,9 +257,9 @@ import Darwin
 
 /// A plain store whose every operation fails, as a process that died before writing would.
 struct FailingStore: KeyValueStore {
-    func data(forKey key: String) throws(StoreError) -> Data? { throw .injected("died") }
-    func write(_ changes: [String: Data?]) throws(StoreError) { throw .injected("died") }
-    func keys() throws(StoreError) -> [String] { throw .injected("died") }
+    func data(forKey key: String) throws(StoreError) -> Data? { throw .unreadable(path: "dead store", reason: "died") }
+    func write(_ changes: [String: Data?]) throws(StoreError) { throw .unreadable(path: "dead store", reason: "died") }
+    func keys() throws(StoreError) -> [String] { throw .unreadable(path: "dead store", reason: "died") }
 }
 
 /// The id of a process that has exited and been reaped.

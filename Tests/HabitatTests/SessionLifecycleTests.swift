@@ -25,16 +25,26 @@ import Darwin
     }
 
     /// The hazard this state exists for: taken for "logged out", the next autosave would
-    /// delete the token.
+    /// delete the token. While the session waits, nothing is written; once the token is read,
+    /// the change made meanwhile is saved with it.
     @Test func autosaveWhileAwaitingKeepsTheToken() async throws {
         let (stack, sessions, secrets) = try lockedLaunch()
+        let writesBefore = secrets.operations.count
         stack.updateConfig { $0.timeout = 7 }
         await stack.flushAutosave()
         #expect(!secrets.operations.contains { if case .delete = $0 { true } else { false } })
         secrets.setUnavailable(false)
-        let snapshot = try #require(try sessions.load())
-        #expect(snapshot.config.timeout == 7, "the change was saved")
-        #expect(snapshot.session?.token.secret == "t", "and the snapshot still names its token")
+        let waiting = try #require(try sessions.load())
+        #expect(waiting.config.timeout == 30, "nothing was written while the session waited")
+        #expect(waiting.session?.token.secret == "t", "and the snapshot still names its token")
+        #expect(secrets.operations.dropFirst(writesBefore).allSatisfy { if case .read = $0 { true } else { false } })
+
+        #expect(stack.protectedDataDidBecomeAvailable(for: sessions) == .restored)
+        #expect(stack.current.config.timeout == 7, "the change made while waiting stays")
+        await stack.flushAutosave()
+        let saved = try #require(try sessions.load())
+        #expect(saved.config.timeout == 7, "and is saved once the token is back")
+        #expect(saved.session?.token.secret == "t")
     }
 
     @Test func refreshingWhileTheTokenCantBeReadAsksNothing() async throws {

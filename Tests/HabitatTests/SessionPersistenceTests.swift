@@ -372,7 +372,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         stack.enableAutosave(to: sessions) { errors.append($0) }
         stack.login(user: .ada, token: token)
         await stack.flushAutosave()
-        #expect(errors.entries == [.store(.injected("secret store offline"))])
+        #expect(errors.entries == [.store(.unavailable(key: "secrets", reason: "secret store offline"))])
         #expect(stack.current.currentUser == .ada, "the transition itself happened")
     }
 
@@ -387,8 +387,8 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
 }
 
 struct FailingSecretStore: SecretStore {
-    func secret(forKey key: String) throws(StoreError) -> Data? { throw .injected("secret store offline") }
-    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) { throw .injected("secret store offline") }
+    func secret(forKey key: String) throws(StoreError) -> Data? { throw .unavailable(key: "secrets", reason: "secret store offline") }
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) { throw .unavailable(key: "secrets", reason: "secret store offline") }
 }
 
 /// An in-memory store whose writes can be held up, to show who waits for them.

@@ -7,6 +7,10 @@
 //     refresh-together DIR LOG START   restore DIR's session; once the file START exists,
 //                                      refresh it (the refresh appends a line to LOG and takes
 //                                      300 ms); print the token it ends with
+//     extension-wait DIR LOG START     an app extension on DIR's session that never refreshes:
+//                                      once START exists, ask for a refresh until the app's
+//                                      rotated token arrives (a refresh it made itself would
+//                                      append to LOG); print the token it ends with
 //     refresh-loop DIR FIRST           restore, then refresh forever, the n-th refresh getting
 //                                      "token-(FIRST + n)"; print "refreshed N" once it is saved
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
@@ -28,11 +32,13 @@ func sessionWorker(_ arguments: String...) -> Process {
     fixtureProcess("sessionWorker", environment: ["HABITAT_SESSION_WORKER": arguments.joined(separator: "\n")])
 }
 
-/// The session store the workers and the tests share in `directory`.
-func sharedSessions(in directory: URL) throws -> SessionStore<TestApp> {
+/// The session store the workers and the tests share in `directory` (an app group's container,
+/// on Apple platforms; the secrets directory stands in for a shared keychain access group).
+func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> SessionStore<TestApp> {
     SessionStore(
         store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
-        secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+        secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets")),
+        refreshesTokens: refreshesTokens
     )
 }
 
@@ -56,6 +62,23 @@ func sharedSessions(in directory: URL) throws -> SessionStore<TestApp> {
                 return .refreshed(token: AuthToken("rotated-by-\(getpid())"))
             }
             await stack.flushAutosave()
+            print(stack.current.session?.token.secret ?? "none")
+        case ("extension-wait", 4):
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]), refreshesTokens: false)
+            try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
+            stack.enableAutosave(to: sessions)
+            while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
+            let log = arguments[2]
+            for _ in 0..<5_000 {
+                let outcome = await stack.refreshSession { _ in
+                    try? appendLine("refreshed by the extension \(getpid())", to: log)
+                    return .refreshed(token: AuthToken("rotated-by-the-extension"))
+                }
+                if outcome == .refreshed { break }
+                try #require(outcome == .waitingForRotation)
+                try await Task.sleep(for: .milliseconds(2))
+            }
             print(stack.current.session?.token.secret ?? "none")
         case ("refresh-loop", 3):
             let first = try #require(Int(arguments[2]))

@@ -38,6 +38,8 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     /// Whether a worker is scheduled or saving.
     private var working = false
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Why the last save failed; `nil` after a save that succeeded.
+    private var failure: SnapshotError?
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.
     @usableFromInline let enabled = AtomicWord(0)
 
@@ -98,10 +100,22 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
             guard let environment = next.read() else { continue }
             do throws(SnapshotError) {
                 try next.sessions.save(environment)
+                lock.withLock { failure = nil }
             } catch {
+                lock.withLock { failure = error }
                 next.onError(error)
             }
         }
+    }
+
+    /// Why the last save failed, if it did.
+    var lastFailure: SnapshotError? {
+        lock.withLock { failure }
+    }
+
+    /// Saves again when the last save failed (a locked secret store that is readable now).
+    func retryFailedSave() {
+        if lastFailure != nil { requestSave() }
     }
 
     /// Returns once every save asked for so far has been written (or has failed).

@@ -89,8 +89,14 @@ extension EnvironmentStack {
                 let shared = sharedSessions()
                 let turn = await beginSharedRefresh(shared)
                 let answer: SessionRefresh<App.User>
-                if let rotated = rotatedToken(in: shared, replacing: session) {
+                let reader = readOnlySessions()
+                if let rotated = rotatedToken(in: shared ?? reader, replacing: session) {
                     answer = rotated
+                } else if reader != nil {
+                    // An extension leaves rotating to the app: it only takes what the app saved.
+                    shared?.lock.endRefresh(turn)
+                    RefreshFlights.shared.land(key, with: nil)
+                    return .waitingForRotation
                 } else {
                     do throws(E) {
                         answer = try await refresh(session)
@@ -100,9 +106,12 @@ extension EnvironmentStack {
                         throw error
                     }
                 }
-                let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
+                var outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
                 // The new token is on disk before anyone who waited for it resumes.
                 await autosave.flush()
+                if outcome == .refreshed, scopedStateUnretained() == nil, let problem = autosave.lastFailure {
+                    outcome = .refreshedNotSaved(problem: problem)
+                }
                 shared?.lock.endRefresh(turn)
                 RefreshFlights.shared.land(key, with: .success(answer))
                 return outcome
@@ -173,6 +182,13 @@ extension EnvironmentStack {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions, sessions.lock.refreshPath != nil else {
             return nil
         }
+        return sessions
+    }
+
+    /// The autosave store, when the calling task acts on the global stack and the store leaves
+    /// refreshing to another process (`refreshesTokens: false`).
+    private func readOnlySessions() -> SessionStore<App>? {
+        guard scopedStateUnretained() == nil, let sessions = autosave.sessions, !sessions.refreshesTokens else { return nil }
         return sessions
     }
 

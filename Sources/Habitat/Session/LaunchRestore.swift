@@ -31,7 +31,9 @@ extension EnvironmentStack {
     ) -> LaunchRestore<App> {
         do throws(SnapshotError) {
             guard let snapshot = try restore(from: sessions, fileID: fileID, line: line) else { return .nothingSaved }
-            if let problem = snapshot.tokenProblem { return .awaitingToken(snapshot, problem: .store(problem)) }
+            if let problem = snapshot.tokenProblem, snapshot.session?.state == .awaitingToken {
+                return .awaitingToken(snapshot, problem: .store(problem))
+            }
             return .restored(snapshot)
         } catch {
             if case .store(.corrupted(_, let movedTo, _)) = error {
@@ -45,11 +47,13 @@ extension EnvironmentStack {
 /// What ``EnvironmentStack/restoreAtLaunch(from:fileID:line:)`` found.
 public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// The saved state is back; its session, if any, is ``AuthState/restored`` until a refresh.
+    /// When the stored token was damaged, the session is `nil` and ``problem`` says so.
     case restored(SessionSnapshot<App>)
-    /// The saved state is back, but the secret store couldn't be read (`problem` says why):
-    /// the session is ``AuthState/awaitingToken``, with the user's data and no token yet.
-    /// Restore again when the secret store is available (on Apple platforms, when protected
-    /// data becomes available), or refresh with autosave on.
+    /// The saved state is back, but the secret store couldn't be read, or couldn't be trusted to
+    /// say "not found" yet (`problem` says why): the session is ``AuthState/awaitingToken``,
+    /// with the user's data and no token yet, and nothing is written or deleted. Call
+    /// ``EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)`` when the secret
+    /// store is readable (on Apple platforms, when protected data becomes available).
     case awaitingToken(SessionSnapshot<App>, problem: SnapshotError)
     /// Nothing was saved: a first launch, or the store was cleared.
     case nothingSaved
@@ -62,10 +66,14 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// session may still be good.
     case failed(SnapshotError)
 
-    /// What went wrong, if anything did: `nil` after ``restored(_:)`` and ``nothingSaved``.
+    /// What went wrong, if anything did: `nil` after ``nothingSaved``, and after
+    /// ``restored(_:)`` unless the stored token was damaged (the snapshot's
+    /// ``SessionSnapshot/tokenProblem``: the app starts logged out and the damaged token is left
+    /// in place).
     public var problem: SnapshotError? {
         switch self {
-        case .restored, .nothingSaved: nil
+        case .restored(let snapshot): snapshot.tokenProblem.map { .store($0) }
+        case .nothingSaved: nil
         case .awaitingToken(_, let problem), .setAside(_, let problem), .failed(let problem): problem
         }
     }
@@ -77,4 +85,89 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
         case .nothingSaved, .setAside, .failed: nil
         }
     }
+}
+
+extension EnvironmentStack {
+    /// Tells the stack that its secret store can be read now, and decides a session that was
+    /// waiting for its token.
+    ///
+    /// Call it when protected data becomes available: on iOS, from
+    /// `UIApplication.protectedDataDidBecomeAvailableNotification`, and right after
+    /// ``restoreAtLaunch(from:fileID:line:)`` when `UIApplication.shared.isProtectedDataAvailable`
+    /// is already true; on platforms without data protection, right after the restore.
+    ///
+    /// ```swift
+    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
+    /// AppEnvironment.enableAutosave(to: sessions)
+    /// // Later, once the device is unlocked:
+    /// AppEnvironment.protectedDataDidBecomeAvailable(for: sessions)
+    /// ```
+    ///
+    /// A session ``AuthState/awaitingToken`` is read again, now taking "not found" as final: it
+    /// becomes ``AuthState/restored`` with its token, or, when the secret store holds no token
+    /// for it, the stack logs out (and autosave, when on, then saves that). Only the session
+    /// changes; configuration changes made while it waited stay. A save that autosave could not
+    /// make while the store was locked (a refreshed token, say) is made again. With no session
+    /// waiting, the store is read once with final reads, so that a token no saved snapshot names
+    /// (one a Keychain kept through a reinstall) is discarded (see
+    /// ``SessionStore/discardsUnpairedSecrets``).
+    ///
+    /// - Parameters:
+    ///   - sessions: Where the session was restored from.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    /// - Returns: What became of the waiting session.
+    @discardableResult
+    public func protectedDataDidBecomeAvailable(
+        for sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) -> AwaitingTokenResolution {
+        defer { autosave.retryFailedSave() }
+        guard current.session?.state == .awaitingToken else {
+            // A token no snapshot names (one a reinstall left) is judged now that reads are final.
+            _ = try? sessions.load(secretsReadable: true)
+            return .notAwaiting
+        }
+        let loaded: SessionSnapshot<App>?
+        do throws(SnapshotError) {
+            loaded = try sessions.load(secretsReadable: true)
+        } catch {
+            return .stillAwaiting(error)
+        }
+        if let problem = loaded?.tokenProblem, loaded?.session?.state == .awaitingToken {
+            return .stillAwaiting(.store(problem))
+        }
+        let session = loaded?.session
+        let committed = withActiveState { state in
+            state.update(FrameOrigin(session == nil ? .logout : .restore, fileID: fileID, line: line)) { environment in
+                guard environment.session?.state == .awaitingToken else { return false }
+                if let session {
+                    environment.session = session
+                    environment.applySession()
+                } else {
+                    environment.logOut()
+                }
+                return true
+            }
+        }
+        guard committed else { return .notAwaiting }
+        didTransition()
+        return session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
+    }
+}
+
+/// What ``EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)`` did with a session
+/// that was waiting for its token.
+public enum AwaitingTokenResolution: Sendable, Hashable {
+    /// The token was read: the session is ``AuthState/restored``.
+    case restored
+    /// The secret store holds no token for the saved session (or a damaged one: `problem`), or
+    /// nothing is saved any more: the stack logged out.
+    case loggedOut(problem: StoreError?)
+    /// The secret store still can't be read (`problem` says why): the session keeps waiting,
+    /// and nothing was written.
+    case stillAwaiting(SnapshotError)
+    /// No session was waiting for its token: nothing changed.
+    case notAwaiting
 }

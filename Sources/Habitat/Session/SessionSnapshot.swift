@@ -9,8 +9,9 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     public var config: App.Config
     /// When the snapshot was saved, by the saving environment's clock.
     public var savedAt: Date?
-    /// Why the session's token couldn't be read, when the secret store threw: the session is
-    /// then ``AuthState/awaitingToken``.
+    /// Why the session's token couldn't be used: the secret store threw, or may not be readable
+    /// yet (the session is then ``AuthState/awaitingToken``), or the stored token was damaged
+    /// (the session is then `nil`, and the damaged token is left in place).
     public var tokenProblem: StoreError?
 
     /// Creates a snapshot.

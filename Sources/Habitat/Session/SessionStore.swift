@@ -35,6 +35,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     public let lockFile: URL?
     /// Whether a load deletes a token that no saved snapshot names (see ``load()``).
     public let discardsUnpairedSecrets: Bool
+    /// Whether stacks saving here may refresh the session. `false` for an app extension that
+    /// shares the app's session but leaves rotating its token to the app: its
+    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` only takes a token the
+    /// app saved, and its saves never write back a token older than the saved one.
+    public let refreshesTokens: Bool
     let migrations: [Int: SnapshotMigration]
     let lock: SessionLock
 
@@ -53,6 +58,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///   - discardsUnpairedSecrets: Whether a load deletes a token that no saved snapshot names,
     ///     such as one a Keychain kept after the app was deleted and reinstalled. `true` by
     ///     default; such a token is never used either way.
+    ///   - refreshesTokens: Whether stacks saving here may refresh the session; `true` by
+    ///     default. Pass `false` in an app extension that shares the app's session: it then
+    ///     waits for the app to rotate the token (see <doc:PersistenceAndSessions>).
     public init(
         store: any KeyValueStore,
         secrets: any SecretStore,
@@ -60,7 +68,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         version: Int = 1,
         migrations: [SnapshotMigration] = [],
         lockFile: URL? = nil,
-        discardsUnpairedSecrets: Bool = true
+        discardsUnpairedSecrets: Bool = true,
+        refreshesTokens: Bool = true
     ) {
         self.store = store
         self.secrets = secrets
@@ -70,6 +79,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         let lockFile = lockFile ?? (store as? JSONFileStore).map { URL(fileURLWithPath: $0.url.path + ".session-lock") }
         self.lockFile = lockFile
         self.discardsUnpairedSecrets = discardsUnpairedSecrets
+        self.refreshesTokens = refreshesTokens
         lock = SessionLock(path: lockFile?.path)
     }
 
@@ -95,8 +105,16 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
     /// no token on disk. The token never goes into the plain store.
     ///
-    /// A session ``AuthState/awaitingToken`` (restored while the secret store couldn't be read)
-    /// is saved without touching the secret store: the snapshot keeps naming the token it named.
+    /// A save that fails leaves the stores as they were: when the snapshot can't be written
+    /// after the token was, the previous token is put back (a login's new token is not left
+    /// beside the old one, and a logout's deleted token comes back).
+    ///
+    /// A session ``AuthState/awaitingToken`` (restored while the secret store couldn't be read,
+    /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
+    /// stay as they were until the token is read.
+    ///
+    /// A store made with `refreshesTokens: false` (an extension's) never writes a token older
+    /// than the saved one: when the app has rotated the token, such a save does nothing.
     ///
     /// - Parameter environment: The environment whose session and config to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
@@ -106,17 +124,16 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
 
     func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
         do {
-            if environment.session?.state == .awaitingToken {
-                let saved = try store.data(forKey: key).flatMap { try? decodePayload($0) }
-                try store.setData(try encode(environment, pairID: saved?.session?.pairID), forKey: key)
-                return
-            }
+            // NB: a session awaiting its token writes nothing: the saved snapshot and token stay
+            // as they were until the token is read or the app says the store is readable.
+            if environment.session?.state == .awaitingToken { return }
+            let storedData = try secrets.secret(forKey: tokenKey)
+            let stored = TokenRecord.decode(storedData)
             guard let session = environment.session else {
                 try secrets.setSecret(nil, forKey: tokenKey)
-                try store.setData(try encode(environment, pairID: nil), forKey: key)
+                try writeSnapshot(environment, pairID: nil, undo: storedData)
                 return
             }
-            let stored = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
             if let newest = stored?.tokens.first, newest.secret == session.token.secret {
                 try store.setData(try encode(environment, pairID: newest.id), forKey: key)
                 if stored?.tokens.count != 1 {
@@ -124,10 +141,13 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
                 }
                 return
             }
+            // A store that never refreshes (an extension's) holds an older token than the one
+            // saved (the app rotated it, or logged out): writing it back would replay it.
+            if !refreshesTokens { return }
             let entry = TokenRecord.Entry(id: UUID().uuidString, secret: session.token.secret)
             let previous = stored?.tokens.first.map { [$0] } ?? []
             try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey)
-            try store.setData(try encode(environment, pairID: entry.id), forKey: key)
+            try writeSnapshot(environment, pairID: entry.id, undo: storedData)
             if !previous.isEmpty {
                 try secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey)
             }
@@ -137,6 +157,20 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             throw .store(error)
         } catch {
             throw .store(.encodingFailed(key: key, reason: describe(error)))
+        }
+    }
+
+    /// Writes the snapshot; when that fails, puts the secret store back as it was (`undo`), so a
+    /// failed save leaves what was saved before, token included, and throws the snapshot's error.
+    private func writeSnapshot(_ environment: HabitatEnvironment<App>, pairID: String?, undo: Data?) throws(SnapshotError) {
+        let snapshot = try encode(environment, pairID: pairID)
+        do throws(StoreError) {
+            try store.setData(snapshot, forKey: key)
+        } catch {
+            // NB: best effort; a crash here leaves a token no snapshot names, which the next
+            // load discards, or the previous session with its own token.
+            try? secrets.setSecret(undo, forKey: tokenKey)
+            throw .store(error)
         }
     }
 
@@ -159,17 +193,24 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///
     /// A restored session's state is ``AuthState/restored``. A snapshot whose user has no
     /// token in the secret store (the token was deleted, or the secret store was reset), or
-    /// only a token of another save, loads as logged out.
+    /// only a token of another save, loads as logged out, when the secret store
+    /// ``SecretStore/reportsMissingReliably``.
     ///
-    /// A secret store that throws is not taken for one without a token: the session loads as
-    /// ``AuthState/awaitingToken``, with the user's data and an empty token, and
-    /// ``SessionSnapshot/tokenProblem`` says why. Nothing is deleted; a later load (or
-    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` with autosave on) reads the token
-    /// once the secret store can be read again.
+    /// A secret store that throws, or that may say "not found" for a token it holds (the
+    /// Keychain before first unlock), is not taken for one without a token: the session loads
+    /// as ``AuthState/awaitingToken``, with the user's data and an empty token, and
+    /// ``SessionSnapshot/tokenProblem`` says why. Nothing is written or deleted; a later load,
+    /// ``EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``, or
+    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` with autosave on reads
+    /// the token once the secret store can be read.
+    ///
+    /// A stored token that isn't a token record Habitat wrote (a damaged file) is reported in
+    /// ``SessionSnapshot/tokenProblem`` and left where it is: the session loads as logged out.
     ///
     /// A token that no saved snapshot names, such as one a Keychain kept after the app was
     /// deleted and reinstalled, is never used, and is deleted here unless
-    /// ``discardsUnpairedSecrets`` is `false`.
+    /// ``discardsUnpairedSecrets`` is `false`, or the secret store can't be trusted to have
+    /// been read in full yet.
     ///
     /// - Returns: The snapshot, or `nil` when none was saved.
     /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
@@ -177,7 +218,13 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         try lock.withLock { () throws(SnapshotError) in try loadLocked() }
     }
 
-    func loadLocked() throws(SnapshotError) -> SessionSnapshot<App>? {
+    /// ``load()``, taking "not found" from the secret store as final when `secretsReadable`
+    /// (the app said protected data is available).
+    func load(secretsReadable: Bool) throws(SnapshotError) -> SessionSnapshot<App>? {
+        try lock.withLock { () throws(SnapshotError) in try loadLocked(secretsReadable: secretsReadable) }
+    }
+
+    func loadLocked(secretsReadable: Bool = false) throws(SnapshotError) -> SessionSnapshot<App>? {
         let stored: Data?
         do {
             stored = try store.data(forKey: key)
@@ -191,20 +238,33 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         } catch {
             secret = .failure(error)
         }
+        let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
         var session: UserSession<App.User>?
         var tokenProblem: StoreError?
         if let saved = payload?.session {
+            let awaiting = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
             switch secret {
             case .success(let secret):
-                session = Self.token(in: secret, pairedWith: saved.pairID).map {
-                    UserSession(user: saved.user, token: AuthToken($0, expiresAt: saved.tokenExpiresAt), state: .restored)
+                if let token = Self.token(in: secret, pairedWith: saved.pairID) {
+                    session = UserSession(user: saved.user, token: AuthToken(token, expiresAt: saved.tokenExpiresAt), state: .restored)
+                } else if let secret, saved.pairID != nil, TokenRecord.decode(secret) == nil {
+                    tokenProblem = .decodingFailed(
+                        key: tokenKey,
+                        reason: "the stored token is not a token record (\(secret.count) bytes); it was left in place and the session is logged out"
+                    )
+                } else if !absenceIsFinal {
+                    tokenProblem = .unavailable(
+                        key: tokenKey,
+                        reason: "the secret store has no token for the saved session, and may not be readable yet (before the device's first unlock)"
+                    )
+                    session = awaiting
                 }
             case .failure(let error):
                 tokenProblem = error
-                session = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
+                session = awaiting
             }
         }
-        if session == nil, discardsUnpairedSecrets, case .success(.some) = secret {
+        if session == nil, tokenProblem == nil, absenceIsFinal, discardsUnpairedSecrets, case .success(.some) = secret {
             // NB: no snapshot names this token, and none can later: every save that names a
             // token writes it first, under the lock this load holds. Deleting it is best
             // effort; the next load tries again.

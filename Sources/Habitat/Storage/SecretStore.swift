@@ -4,8 +4,8 @@ public import Foundation
 ///
 /// Habitat writes the session's token only through a secret store, never into a
 /// ``KeyValueStore``. It ships ``FileSecretStore`` (the default on Linux: owner-only files in an
-/// owner-only directory) and ``InMemorySecretStore``. On Apple platforms, conform a small
-/// Keychain adapter; see <doc:PersistenceAndSessions>.
+/// owner-only directory) and ``InMemorySecretStore``; on Apple platforms the `HabitatKeychain`
+/// product adds `KeychainSecretStore`. See <doc:PersistenceAndSessions>.
 public protocol SecretStore: Sendable {
     /// The secret stored under `key`, or `nil` when there is none.
     ///
@@ -24,4 +24,21 @@ public protocol SecretStore: Sendable {
     ///   - key: The secret's name.
     /// - Throws: ``StoreError`` when the secret can't be written; nothing changed then.
     func setSecret(_ secret: Data?, forKey key: String) throws(StoreError)
+
+    /// Whether this store's "no such secret" (`nil` from ``secret(forKey:)``) can be trusted at
+    /// any time.
+    ///
+    /// `false` for a store that may say "not found" for a secret it holds, as the Keychain can
+    /// before the device's first unlock. A ``SessionStore`` over such a store never takes a
+    /// missing token for a logout by itself: a saved session whose token it can't find
+    /// restores ``AuthState/awaitingToken``, nothing is written or deleted, and the app decides
+    /// once it knows the store is readable, with
+    /// ``EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``.
+    /// `true` by default.
+    var reportsMissingReliably: Bool { get }
+}
+
+extension SecretStore {
+    /// `true`: a store that says "not found" means it.
+    public var reportsMissingReliably: Bool { true }
 }

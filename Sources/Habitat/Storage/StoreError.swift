@@ -36,8 +36,12 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case encodingFailed(key: String, reason: String)
     /// The value stored under `key` could not be decoded as the requested type.
     case decodingFailed(key: String, reason: String)
-    /// A failure injected by a test double, named by the test.
-    case injected(String)
+    /// The app lacks the entitlement the store needs (the Keychain's `errSecMissingEntitlement`,
+    /// -34018): `fix` says what to add to the app's signing. Nothing was read or written.
+    case missingEntitlement(key: String, fix: String)
+    /// The system refused the operation on `key` with `status` (an `OSStatus` for the Keychain)
+    /// and `message`, the system's own words. Nothing was changed.
+    case systemStatus(key: String, status: Int32, message: String)
 
     /// A one-line message that names the file or key.
     public var description: String {
@@ -64,8 +68,10 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "cannot encode the value for key '\(key)': \(reason)"
         case .decodingFailed(let key, let reason):
             "cannot decode the value for key '\(key)': \(reason)"
-        case .injected(let message):
-            "injected failure: \(message)"
+        case .missingEntitlement(let key, let fix):
+            "the app is not entitled to store '\(key)': \(fix)"
+        case .systemStatus(let key, let status, let message):
+            "the system refused '\(key)' with status \(status): \(message)"
         }
     }
 }

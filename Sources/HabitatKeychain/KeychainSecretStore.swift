@@ -1,0 +1,168 @@
+public import Foundation
+public import Habitat
+
+/// A ``Habitat/SecretStore`` that keeps each secret as a generic-password item in the Keychain.
+///
+/// <!-- not compiled: `calls` defaults to the real Keychain only on Apple platforms -->
+/// ```swift
+/// import HabitatKeychain
+///
+/// let secrets = KeychainSecretStore()   // service: the bundle identifier
+/// let sessions = SessionStore<MyApp>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
+/// ```
+///
+/// - **One item per key**, named by its primary keys only: class, ``service``, account (the key)
+///   and ``accessGroup`` when set, on every query, deletes included. Items are never
+///   synchronizable. On macOS the data-protection keychain is always used, never the legacy
+///   file-based one.
+/// - **A write adds, then updates on a duplicate**; it never deletes first, so a write that fails
+///   leaves the previous secret in place.
+/// - **Three outcomes of a read, never two.** Not found is `nil`; a locked device
+///   (`errSecInteractionNotAllowed`) throws ``Habitat/StoreError/unavailable(key:reason:)``, so a
+///   session restores waiting for its token instead of logging out; a missing entitlement
+///   throws ``Habitat/StoreError/missingEntitlement(key:fix:)``; any other status throws
+///   ``Habitat/StoreError/systemStatus(key:status:message:)`` with the system's message. No error
+///   carries the secret.
+/// - **"Not found" may not mean absent.** Before the first unlock, a prewarmed launch has been
+///   seen to get "not found" for items that exist. Unless told otherwise, the store says so
+///   (``reportsMissingReliably`` is `false` except on macOS), and a ``Habitat/SessionStore``
+///   waits for ``Habitat/EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``
+///   before it takes a missing token for a logout.
+///
+/// The Keychain calls go through ``calls``; tests pass a model of the Keychain there
+/// (`HabitatTesting`'s `SimulatedKeychain`) and never reach a real keychain.
+public final class KeychainSecretStore: SecretStore {
+    /// The items' service (`kSecAttrService`).
+    public let service: String
+    /// The keychain access group every query names, if any: set it to share the token with an
+    /// app extension that belongs to the same group.
+    public let accessGroup: String?
+    /// When the system lets the app read the items; see ``KeychainAccessibility``.
+    public let accessibility: KeychainAccessibility
+    /// Whether this store's "not found" is final; see ``Habitat/SecretStore/reportsMissingReliably``.
+    public let reportsMissingReliably: Bool
+    /// The largest secret this store writes, in bytes (16 KiB): Keychain calls are requests to
+    /// a system service, meant for small secrets.
+    public let maximumSecretSize = 16 << 10
+    /// The Keychain calls this store makes.
+    public let calls: KeychainCalls
+
+    /// Opens the Keychain items of `service`.
+    /// - Parameters:
+    ///   - service: The items' service; by default the app's bundle identifier (or the
+    ///     process's name when it has none).
+    ///   - accessGroup: A keychain access group to keep the items in, named on every query;
+    ///     `nil` for the app's default group.
+    ///   - accessibility: When the items can be read; after the first unlock, this device only,
+    ///     by default, so background refreshes can save a rotated token while the device is
+    ///     locked. An item written with another class moves to this one on its next write.
+    ///   - reportsMissingReliably: Whether "not found" is final at any time; by default `true`
+    ///     on macOS and `false` elsewhere, where a launch before the first unlock may get "not
+    ///     found" for an item that exists.
+    ///   - calls: The Keychain calls; the real ones (``KeychainCalls/system``) by default on
+    ///     Apple platforms.
+    public init(
+        service: String? = nil,
+        accessGroup: String? = nil,
+        accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
+        reportsMissingReliably: Bool = KeychainSecretStore.notFoundIsFinalOnThisPlatform,
+        calls: KeychainCalls
+    ) {
+        self.service = service ?? Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
+        self.accessGroup = accessGroup
+        self.accessibility = accessibility
+        self.reportsMissingReliably = reportsMissingReliably
+        self.calls = calls
+    }
+
+    /// Whether "not found" is final by default here: on macOS, yes; on iOS, tvOS, watchOS and
+    /// visionOS, where data protection locks the Keychain until the first unlock, no.
+    public static var notFoundIsFinalOnThisPlatform: Bool {
+        #if os(macOS) || os(Linux) || os(Windows)
+        true
+        #else
+        false
+        #endif
+    }
+
+    /// The item that holds the secret named `key`.
+    /// - Parameter key: The secret's name.
+    /// - Returns: The item's primary keys.
+    public func item(forKey key: String) -> KeychainItem {
+        KeychainItem(service: service, account: key, accessGroup: accessGroup)
+    }
+
+    public func secret(forKey key: String) throws(StoreError) -> Data? {
+        let item = item(forKey: key)
+        let (status, data) = calls.copy(item)
+        switch status {
+        case KeychainStatus.success: return data ?? Data()
+        case KeychainStatus.itemNotFound: return nil
+        default: throw error(status, item)
+        }
+    }
+
+    public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        let item = item(forKey: key)
+        guard let secret else {
+            let status = calls.delete(item)
+            guard status == KeychainStatus.success || status == KeychainStatus.itemNotFound else { throw error(status, item) }
+            return
+        }
+        guard secret.count <= maximumSecretSize else {
+            throw .tooLarge(path: "keychain item \(item)", size: secret.count, limit: maximumSecretSize)
+        }
+        // NB: add, then update on a duplicate. Deleting first would lose the secret if the add
+        // then failed (a locked device, a full keychain).
+        var status = calls.add(item, secret, accessibility)
+        if status == KeychainStatus.duplicateItem {
+            status = calls.update(item, secret, accessibility)
+        }
+        guard status == KeychainStatus.success else { throw error(status, item) }
+    }
+
+    /// Checks, at start-up, that this store can write, read back and delete an item: the
+    /// entitlement, the access group and the lock state all allow it.
+    ///
+    /// On macOS a missing keychain entitlement shows only on a write (reads say "not found"):
+    /// call this once at launch, and fail loudly in development when it throws.
+    ///
+    /// ```swift
+    /// do {
+    ///     try secrets.verifyAccess()
+    /// } catch {
+    ///     assertionFailure("the Keychain can't be used: \(error)")
+    /// }
+    /// ```
+    /// - Throws: ``Habitat/StoreError`` naming the probe item and the status.
+    public func verifyAccess() throws(StoreError) {
+        let key = "habitat.access-probe"
+        let probe = Data(UUID().uuidString.utf8)
+        try setSecret(probe, forKey: key)
+        let readBack = try secret(forKey: key)
+        try setSecret(nil, forKey: key)
+        guard readBack == probe else {
+            throw .unreadable(path: "keychain item \(item(forKey: key))", reason: "the probe item did not read back")
+        }
+    }
+
+    /// The error for `status` about `item`: never the secret.
+    private func error(_ status: Int32, _ item: KeychainItem) -> StoreError {
+        let message = calls.message(status) ?? "OSStatus \(status)"
+        switch status {
+        case KeychainStatus.interactionNotAllowed, KeychainStatus.notAvailable:
+            return .unavailable(
+                key: item.account,
+                reason: "the keychain can't be read now (\(message)): the device is locked, or has not been unlocked since it started"
+            )
+        case KeychainStatus.missingEntitlement:
+            let group = item.accessGroup.map { " and the access group '\($0)' in keychain-access-groups" } ?? ""
+            return .missingEntitlement(
+                key: item.account,
+                fix: "sign the app with a keychain entitlement (the Keychain Sharing capability\(group)); on macOS the data-protection keychain needs it (\(message))"
+            )
+        default:
+            return .systemStatus(key: item.account, status: status, message: message)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import Habitat
+import HabitatKeychain
+import HabitatTesting
+import Testing
+
+struct Member: Codable, Sendable, Equatable {
+    var name: String
+}
+
+struct Settings: Codable, Sendable, Equatable {
+    var theme = "light"
+}
+
+struct NoServices: Sendable {}
+
+enum KeychainApp: EnvironmentSchema {
+    typealias Services = NoServices
+    typealias User = Member
+    typealias Config = Settings
+}
+
+/// Launches and refreshes of a session whose token is in the (simulated) Keychain, as on iOS:
+/// "not found" is not final until the app says protected data is available.
+@Suite struct KeychainSessionTests {
+    let keychain = SimulatedKeychain()
+    let snapshots = InMemoryStore()
+
+    func sessions(
+        accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
+        snapshots: InMemoryStore? = nil
+    ) -> SessionStore<KeychainApp> {
+        let secrets = KeychainSecretStore(
+            service: "com.example.app",
+            accessibility: accessibility,
+            reportsMissingReliably: false,
+            calls: keychain.calls
+        )
+        return SessionStore(store: snapshots ?? self.snapshots, secrets: secrets)
+    }
+
+    func stack() -> EnvironmentStack<KeychainApp> {
+        EnvironmentStack(HabitatEnvironment(services: NoServices(), config: Settings()))
+    }
+
+    /// Ada signed in with token "t1", saved, and the app quit.
+    func savedSession(accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly) throws -> SessionStore<KeychainApp> {
+        let sessions = sessions(accessibility: accessibility)
+        let app = stack()
+        app.login(user: Member(name: "Ada"), token: AuthToken("t1"))
+        try app.save(to: sessions)
+        return sessions
+    }
+
+    var tokenItem: Data? { keychain.storedData(service: "com.example.app", account: "habitat.session.token") }
+
+    @Test(arguments: [false, true])
+    func aLaunchBeforeFirstUnlockWaitsAndNeverLogsOutOrDeletes(prewarmedNotFound: Bool) async throws {
+        let sessions = try savedSession()
+        let item = tokenItem
+        let snapshot = try snapshots.data(forKey: "habitat.session")
+        keychain.device = .beforeFirstUnlock
+        keychain.answersNotFoundBeforeFirstUnlock = prewarmedNotFound
+
+        let app = stack()
+        let launch = app.restoreAtLaunch(from: sessions)
+        guard case .awaitingToken = launch else {
+            Issue.record("expected awaitingToken, got \(launch)")
+            return
+        }
+        #expect(app.current.currentUser == Member(name: "Ada"))
+        #expect(app.current.session?.state == .awaitingToken)
+
+        // An ordinary change with autosave on, and a refresh: nothing is asked, written or deleted.
+        app.enableAutosave(to: sessions)
+        app.updateConfig { $0.theme = "dark" }
+        await app.flushAutosave()
+        #expect(await app.refreshSession { _ in .ended } == .awaitingToken)
+        #expect(tokenItem == item)
+        #expect(try snapshots.data(forKey: "habitat.session") == snapshot)
+        #expect(!keychain.receivedCalls.contains { if case .delete = $0 { true } else { false } })
+
+        // Called too early while the Keychain still says "locked", the app's signal changes
+        // nothing. (A prewarmed launch's "not found" can't be told from absence: the app calls
+        // this only once protected data is available, as iOS tells it.)
+        if !prewarmedNotFound {
+            guard case .stillAwaiting = app.protectedDataDidBecomeAvailable(for: sessions) else {
+                Issue.record("expected stillAwaiting")
+                return
+            }
+            #expect(tokenItem == item)
+        }
+
+        // Unlocked: the session completes with its token, and the change made meanwhile is saved.
+        keychain.device = .unlocked
+        #expect(app.protectedDataDidBecomeAvailable(for: sessions) == .restored)
+        #expect(app.current.session?.token.secret == "t1")
+        #expect(app.current.session?.state == .restored)
+        #expect(app.current.config.theme == "dark")
+        await app.flushAutosave()
+        let saved = try #require(try sessions.load())
+        #expect(saved.config.theme == "dark")
+        #expect(saved.session?.token.secret == "t1")
+    }
+
+    @Test func aTokenThatIsReallyGoneLogsOutOnlyOnceTheStoreIsReadable() async throws {
+        let sessions = try savedSession()
+        try KeychainSecretStore(service: "com.example.app", calls: keychain.calls).setSecret(nil, forKey: "habitat.session.token")
+        let app = stack()
+        guard case .awaitingToken = app.restoreAtLaunch(from: sessions) else {
+            Issue.record("a missing token is not final before the app says the store is readable")
+            return
+        }
+        app.enableAutosave(to: sessions)
+        #expect(app.protectedDataDidBecomeAvailable(for: sessions) == .loggedOut(problem: nil))
+        #expect(app.current.session == nil)
+        await app.flushAutosave()
+        #expect(try sessions.load()?.session == nil, "the logout is saved")
+    }
+
+    @Test func aTokenRotatedWhileLockedIsSavedAfterTheUnlock() async throws {
+        // The field's case: items readable only while unlocked, a background refresh while locked.
+        let sessions = try savedSession(accessibility: .whenUnlockedThisDeviceOnly)
+        let app = stack()
+        #expect(app.restoreAtLaunch(from: sessions).problem == nil)
+        app.enableAutosave(to: sessions)
+        keychain.device = .locked
+
+        let outcome = await app.refreshSession { _ in .refreshed(token: AuthToken("t2")) }
+        guard case .refreshedNotSaved(let problem) = outcome else {
+            Issue.record("expected refreshedNotSaved, got \(outcome)")
+            return
+        }
+        guard case .store(.unavailable) = problem else {
+            Issue.record("expected the locked keychain as the reason, got \(problem)")
+            return
+        }
+        #expect(app.current.session?.token.secret == "t2", "the new token is in use")
+        keychain.device = .unlocked
+        #expect(try sessions.load()?.session?.token.secret == "t1", "but not yet durable")
+
+        #expect(app.protectedDataDidBecomeAvailable(for: sessions) == .notAwaiting)
+        await app.flushAutosave()
+        #expect(try sessions.load()?.session?.token.secret == "t2", "saved once the store is writable")
+    }
+
+    @Test func theDefaultClassSavesARotatedTokenWhileLocked() async throws {
+        let sessions = try savedSession()
+        let app = stack()
+        app.restoreAtLaunch(from: sessions)
+        app.enableAutosave(to: sessions)
+        keychain.device = .locked
+        #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("t2")) } == .refreshed)
+        #expect(try sessions.load()?.session?.token.secret == "t2")
+    }
+
+    @Test func aReinstallNeverRestoresTheOldTokenAndDiscardsItOnceReadable() throws {
+        _ = try savedSession()
+        #expect(tokenItem != nil)
+        // Reinstalled: the app's files are gone, the Keychain item is not.
+        let fresh = InMemoryStore()
+        let sessions = sessions(snapshots: fresh)
+        keychain.device = .beforeFirstUnlock
+        keychain.answersNotFoundBeforeFirstUnlock = true
+        let app = stack()
+        guard case .nothingSaved = app.restoreAtLaunch(from: sessions) else {
+            Issue.record("a reinstall restores nothing")
+            return
+        }
+        #expect(tokenItem != nil, "not judged while the store may not be readable")
+        keychain.device = .unlocked
+        _ = app.restoreAtLaunch(from: sessions)
+        #expect(tokenItem != nil, "a store whose not-found isn't final judges nothing on its own")
+        #expect(app.protectedDataDidBecomeAvailable(for: sessions) == .notAwaiting)
+        #expect(tokenItem == nil, "the old install's token is gone once the store is readable")
+        #expect(app.current.session == nil)
+    }
+
+    @Test func aDamagedTokenIsReportedAndLeftInPlace() throws {
+        let sessions = try savedSession()
+        let secrets = KeychainSecretStore(service: "com.example.app", calls: keychain.calls)
+        try secrets.setSecret(Data("garbage".utf8), forKey: "habitat.session.token")
+        let app = stack()
+        let launch = app.restoreAtLaunch(from: sessions)
+        guard case .restored = launch, case .store(.decodingFailed(let key, _)) = launch.problem else {
+            Issue.record("expected a restore with a reported problem, got \(launch)")
+            return
+        }
+        #expect(key == "habitat.session.token")
+        #expect(app.current.session == nil)
+        #expect(tokenItem == Data("garbage".utf8), "nothing deleted without saying so")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An app and its extension (a widget, a share extension) on one session: the snapshot and the
+/// lock in a shared directory (an app group's container), the token in a shared secret store (a
+/// keychain access group; here, a secrets directory in the same container). The app rotates the
+/// token; the extension, made with `refreshesTokens: false`, never asks the server.
+@Suite(.timeLimit(.minutes(1))) struct AppExtensionTests {
+    func launch(_ directory: TemporaryDirectory, refreshesTokens: Bool) throws -> (EnvironmentStack<TestApp>, SessionStore<TestApp>) {
+        let stack = makeStack()
+        let sessions = try sharedSessions(in: directory.url, refreshesTokens: refreshesTokens)
+        stack.restoreAtLaunch(from: sessions)
+        stack.enableAutosave(to: sessions)
+        return (stack, sessions)
+    }
+
+    @Test func anExtensionThatNeverRefreshesWaitsForTheAppsRotation() async throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
+        let (app, _) = try launch(directory, refreshesTokens: true)
+        let (widget, _) = try launch(directory, refreshesTokens: false)
+
+        let calls = Counter()
+        let early = await widget.refreshSession { _ in
+            calls.increment()
+            return .refreshed(token: AuthToken("by-the-widget"))
+        }
+        #expect(early == .waitingForRotation)
+        #expect(widget.current.session?.token.secret == "old")
+
+        #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
+        let late = await widget.refreshSession { _ in
+            calls.increment()
+            return .refreshed(token: AuthToken("by-the-widget"))
+        }
+        #expect(late == .refreshed)
+        #expect(widget.current.session?.token.secret == "rotated")
+        #expect(calls.value == 0, "the extension never asked the server")
+    }
+
+    @Test func anExtensionNeverWritesBackAnOlderToken() async throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
+        let (app, sessions) = try launch(directory, refreshesTokens: true)
+        let (widget, _) = try launch(directory, refreshesTokens: false)
+        #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
+
+        // The widget still holds "old"; a change it saves must not put "old" back.
+        widget.updateConfig { $0.timeout = 5 }
+        await widget.flushAutosave()
+        #expect(try sessions.load()?.session?.token.secret == "rotated")
+
+        // Nor may it bring back a session the app logged out of.
+        app.logout()
+        await app.flushAutosave()
+        widget.updateConfig { $0.timeout = 6 }
+        await widget.flushAutosave()
+        #expect(try sessions.load()?.session == nil)
+    }
+
+    @Test(.enabled(if: canRunFixtures))
+    func anAppAndItsExtensionInTwoProcessesMakeOneRefresh() throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
+        let log = directory.file("refreshes.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let start = directory.file("start")
+        let workers = [
+            sessionWorker("refresh-together", directory.path, log.path, start.path),
+            sessionWorker("extension-wait", directory.path, log.path, start.path),
+        ]
+        let outputs = workers.map { _ in Pipe() }
+        for (worker, output) in zip(workers, outputs) {
+            worker.standardOutput = output
+            try worker.run()
+        }
+        usleep(300_000)   // both are up and waiting for the start
+        _ = FileManager.default.createFile(atPath: start.path, contents: nil)
+        let tokens = outputs.map {
+            String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for worker in workers { worker.waitUntilExit() }
+        #expect(workers.allSatisfy { $0.terminationStatus == 0 })
+        let refreshes = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        #expect(refreshes.count == 1, "one request to the server, by the app: \(refreshes)")
+        #expect(refreshes.allSatisfy { !$0.contains("extension") })
+        #expect(tokens[0].hasPrefix("rotated-by-"))
+        #expect(tokens[1] == tokens[0], "the extension took the app's token: \(tokens)")
+        #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == tokens[0])
+    }
+}

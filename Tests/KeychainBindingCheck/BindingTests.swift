@@ -1,0 +1,32 @@
+import Foundation
+import HabitatKeychain
+import SecurityStandIn
+import Testing
+
+/// The Apple binding, run against the Security stand-in: what it sends to `SecItem*`.
+@Suite struct BindingTests {
+    @Test func theBindingSendsOnlyPrimaryKeysToTheDataProtectionKeychain() throws {
+        let secrets = KeychainSecretStore(service: "binding.check", accessGroup: "TEAM.shared")
+        try secrets.setSecret(Data("one".utf8), forKey: "token")
+        try secrets.setSecret(Data("two".utf8), forKey: "token")
+        #expect(try secrets.secret(forKey: "token") == Data("two".utf8))
+        #expect(StandInKeychain.shared.accessibility(ofAccount: "token") == "cku")
+        try secrets.setSecret(nil, forKey: "token")
+        #expect(try secrets.secret(forKey: "token") == nil)
+
+        let queries = StandInKeychain.shared.log.filter { $0["svce"] == "binding.check" }
+        #expect(queries.count == 6)  // add, add (duplicate), update, copy, delete, copy
+        for query in queries {
+            #expect(query["class"] == "genp")
+            #expect(query["acct"] == "token")
+            #expect(query["agrp"] == "TEAM.shared")
+            #expect(query["sync"] == nil)
+        }
+    }
+
+    @Test func theSystemMessageReachesTheError() throws {
+        let secrets = KeychainSecretStore(service: "binding.messages")
+        #expect(secrets.calls.message(-25300) == "The specified item could not be found in the keychain.")
+        #expect(secrets.calls.delete(secrets.item(forKey: "absent")) == -25300)
+    }
+}
