@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of Habitat and HabitatTesting with the toolchain's own tools
+# Builds the DocC documentation of Habitat, HabitatTesting and HabitatKeychain with the toolchain's own tools
 # (symbol graphs from the compiler, then `docc convert`), and fails on any DocC warning.
 #
 #     bash Scripts/build-docs.sh [OUTPUT-DIR]     # default: .build-docc/
@@ -13,7 +13,7 @@ swift build --target HabitatTesting --scratch-path .build-docc-build >/dev/null
 bin=$(swift build --scratch-path .build-docc-build --show-bin-path)
 extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(command -v swift)")/swift-symbolgraph-extract")
 triple=$(swift -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')
-for module in Habitat HabitatTesting; do
+for module in Habitat HabitatTesting HabitatKeychain; do
     "$extract" -module-name "$module" -target "$triple" -I "$bin/Modules" \
         -module-cache-path "$bin/ModuleCache" \
         -Xcc -fmodule-map-file="$bin/_HabitatShims.build/module.modulemap" \
@@ -22,7 +22,7 @@ for module in Habitat HabitatTesting; do
 done
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 status=0
-for module in Habitat HabitatTesting; do
+for module in Habitat HabitatTesting HabitatKeychain; do
     module_graphs="$out/$module-graphs"
     mkdir -p "$module_graphs"
     # NB: a module's graph also holds the symbols of the modules it re-exports (HabitatTesting
@@ -46,6 +46,7 @@ PY
         --output-path "$out/$module.doccarchive" >"$log" 2>&1 || status=1
     warnings=$(grep -cE "^(warning|error)|: (warning|error):" "$log" || true)
     echo "$module: $warnings warning(s) -> $out/$module.doccarchive"
+    echo "  to read it in a browser: $docc preview Sources/$module/$module.docc --additional-symbol-graph-dir $module_graphs (then open the URL it prints)"
     if [ "$warnings" != 0 ]; then grep -E "warning|error" "$log" | head -40; status=1; fi
 done
 exit $status

@@ -116,7 +116,7 @@ def main():
             program.mkdir(exist_ok=True)
             body = re.sub(r"^import \w+$\n?", "", "\n\n".join(statements), flags=re.M)
             (program / "main.swift").write_text(f"@testable import {name}\n" + prelude + "\n" + body + "\n")
-            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}", habitat], path: "{name}Program"),')
+            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}", habitat, keychain], path: "{name}Program"),')
             programs.append(f"{name}Program")
         if tests.exists():
             targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}", testing], path: "{name}Tests"),')

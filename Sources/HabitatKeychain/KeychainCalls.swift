@@ -3,7 +3,7 @@ public import Foundation
 /// The four Keychain calls a ``KeychainSecretStore`` makes, as plain functions over Habitat's
 /// own query type, so that tests can put a model of the Keychain in their place.
 ///
-/// On Apple platforms, ``system`` calls `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate`
+/// On Apple platforms, `system` calls `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate`
 /// and `SecItemDelete`, and does nothing else: every decision (what a status means, how a write
 /// keeps the old secret) is the store's, and runs the same under a model on Linux.
 /// `HabitatTesting`'s `SimulatedKeychain` is such a model.

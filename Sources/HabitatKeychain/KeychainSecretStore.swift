@@ -1,7 +1,7 @@
 public import Foundation
 public import Habitat
 
-/// A ``Habitat/SecretStore`` that keeps each secret as a generic-password item in the Keychain.
+/// A `SecretStore` that keeps each secret as a generic-password item in the Keychain.
 ///
 /// <!-- not compiled: `calls` defaults to the real Keychain only on Apple platforms -->
 /// ```swift
@@ -18,15 +18,15 @@ public import Habitat
 /// - **A write adds, then updates on a duplicate**; it never deletes first, so a write that fails
 ///   leaves the previous secret in place.
 /// - **Three outcomes of a read, never two.** Not found is `nil`; a locked device
-///   (`errSecInteractionNotAllowed`) throws ``Habitat/StoreError/unavailable(key:reason:)``, so a
+///   (`errSecInteractionNotAllowed`) throws `StoreError/unavailable(key:reason:)`, so a
 ///   session restores waiting for its token instead of logging out; a missing entitlement
-///   throws ``Habitat/StoreError/missingEntitlement(key:fix:)``; any other status throws
-///   ``Habitat/StoreError/systemStatus(key:status:message:)`` with the system's message. No error
+///   throws `StoreError/missingEntitlement(key:fix:)`; any other status throws
+///   `StoreError/systemStatus(key:status:message:)` with the system's message. No error
 ///   carries the secret.
 /// - **"Not found" may not mean absent.** Before the first unlock, a prewarmed launch has been
 ///   seen to get "not found" for items that exist. Unless told otherwise, the store says so
-///   (``reportsMissingReliably`` is `false` except on macOS), and a ``Habitat/SessionStore``
-///   waits for ``Habitat/EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``
+///   (``reportsMissingReliably`` is `false` except on macOS), and a `SessionStore`
+///   waits for `EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)`
 ///   before it takes a missing token for a logout.
 ///
 /// The Keychain calls go through ``calls``; tests pass a model of the Keychain there
@@ -39,7 +39,7 @@ public final class KeychainSecretStore: SecretStore {
     public let accessGroup: String?
     /// When the system lets the app read the items; see ``KeychainAccessibility``.
     public let accessibility: KeychainAccessibility
-    /// Whether this store's "not found" is final; see ``Habitat/SecretStore/reportsMissingReliably``.
+    /// Whether this store's "not found" is final; see `SecretStore/reportsMissingReliably`.
     public let reportsMissingReliably: Bool
     /// The largest secret this store writes, in bytes (16 KiB): Keychain calls are requests to
     /// a system service, meant for small secrets.
@@ -59,7 +59,7 @@ public final class KeychainSecretStore: SecretStore {
     ///   - reportsMissingReliably: Whether "not found" is final at any time; by default `true`
     ///     on macOS and `false` elsewhere, where a launch before the first unlock may get "not
     ///     found" for an item that exists.
-    ///   - calls: The Keychain calls; the real ones (``KeychainCalls/system``) by default on
+    ///   - calls: The Keychain calls; the real ones (`KeychainCalls.system`) by default on
     ///     Apple platforms.
     public init(
         service: String? = nil,
@@ -134,7 +134,7 @@ public final class KeychainSecretStore: SecretStore {
     ///     assertionFailure("the Keychain can't be used: \(error)")
     /// }
     /// ```
-    /// - Throws: ``Habitat/StoreError`` naming the probe item and the status.
+    /// - Throws: `StoreError` naming the probe item and the status.
     public func verifyAccess() throws(StoreError) {
         let key = "habitat.access-probe"
         let probe = Data(UUID().uuidString.utf8)

@@ -2,7 +2,7 @@ public import Foundation
 public import HabitatKeychain
 import Habitat
 
-/// A model of the Keychain's documented behaviour, for testing a ``KeychainSecretStore`` (and an
+/// A model of the Keychain's documented behaviour, for testing a `KeychainSecretStore` (and an
 /// app's locked launches) on any platform without touching a real keychain.
 ///
 /// ```swift
@@ -34,7 +34,14 @@ public final class SimulatedKeychain: @unchecked Sendable {
 
     /// One call the keychain received.
     public enum Call: Sendable, Hashable {
-        case add(KeychainItem), copy(KeychainItem), update(KeychainItem), delete(KeychainItem)
+        /// `SecItemAdd` of the item.
+        case add(KeychainItem)
+        /// `SecItemCopyMatching` of the item.
+        case copy(KeychainItem)
+        /// `SecItemUpdate` of the item.
+        case update(KeychainItem)
+        /// `SecItemDelete` of the item.
+        case delete(KeychainItem)
     }
 
     private struct Key: Hashable {
@@ -110,7 +117,7 @@ public final class SimulatedKeychain: @unchecked Sendable {
     /// How many items the keychain holds, in every group.
     public var itemCount: Int { lock.withLock { items.count } }
 
-    /// The table of calls to give a ``KeychainSecretStore``.
+    /// The table of calls to give a `KeychainSecretStore`.
     public var calls: KeychainCalls {
         KeychainCalls(
             add: { item, data, accessibility in self.add(item, data, accessibility) },

@@ -98,3 +98,15 @@ import Darwin
         #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == tokens[0])
     }
 }
+
+@Suite struct SessionStoreDescriptionTests {
+    @Test func printingAStoreShowsItsSettingsNotItsMachinery() {
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore(), version: 3)
+        #expect("\(sessions)" == "SessionStore<TestApp>(key: habitat.session, version: 3, store: InMemoryStore, secrets: InMemorySecretStore)")
+        var dumped = ""
+        dump(sessions, to: &dumped)
+        #expect(!dumped.contains("lock:"))
+        #expect(!dumped.contains("migrations"))
+        #expect(dumped.contains("version: 3"))
+    }
+}

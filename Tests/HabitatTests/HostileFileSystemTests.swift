@@ -24,6 +24,17 @@ import Darwin
         )) { try FileSecretStore(directory: secrets) }
     }
 
+    @Test func aSharedStickyDirectoryIsRefusedWithAdviceThatDoesNoHarm() throws {
+        let directory = try TemporaryDirectory()
+        let shared = directory.file("shared-tmp")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        chmod(shared.path, 0o1777)
+        #expect(throws: StoreError.untrustedDirectory(
+            path: shared.path,
+            reason: "it is a shared directory (mode 1777) that others can write to; keep the store in a directory of your own inside it"
+        )) { try FileSecretStore(directory: shared) }
+    }
+
     @Test func aSecretsDirectoryThatBecomesWritableIsRefusedOnTheNextRead() throws {
         let directory = try TemporaryDirectory()
         let store = try FileSecretStore(directory: directory.file("secrets"))

@@ -103,6 +103,21 @@ import Testing
         #expect(after.errors.isEmpty)
     }
 
+    /// A damaged token file is not a silent logout: the launch says so, and the file is kept.
+    @Test func aCorruptTokenFileIsReportedAndKept() async throws {
+        let store = Directory()
+        #expect(await SessionDemo.run(["--store", store.path, "login", "Ada"], environment: [:]).status == 0)
+        let token = store.url.appendingPathComponent("secrets/habitat.session.token")
+        try Data("garbage\u{1}".utf8).write(to: token)
+
+        let result = try launch(["--store", store.path, "status"])
+        #expect(result.output == "logged out\n")
+        #expect(result.errors.hasPrefix("habitat-demo: starting logged out: "))
+        #expect(result.errors.contains("habitat.session.token"))
+        #expect(result.errors.contains("not a token record"))
+        #expect(try Data(contentsOf: token) == Data("garbage\u{1}".utf8), "nothing deleted without saying so")
+    }
+
     /// `refresh` rotates the saved session's token: the old one is gone from disk, the user
     /// stays logged in.
     @Test func refreshRotatesTheToken() async throws {

@@ -289,3 +289,19 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         return TokenRecord.decode(secret)?.tokens.first { $0.id == pairID }?.secret
     }
 }
+
+extension SessionStore: CustomStringConvertible, CustomReflectable {
+    /// The key, the version and the kinds of the two stores: what a log line needs, and never
+    /// the lock or the migrations' closures.
+    public var description: String {
+        "SessionStore<\(App.self)>(key: \(key), version: \(version), store: \(type(of: store)), secrets: \(type(of: secrets)))"
+    }
+
+    /// The public settings only, for `dump`.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "key": key, "version": version, "store": "\(type(of: store))", "secrets": "\(type(of: secrets))",
+            "lockFile": lockFile as Any, "refreshesTokens": refreshesTokens,
+        ], displayStyle: .struct)
+    }
+}

@@ -64,7 +64,12 @@ enum FileSystem {
         }
         if status.st_mode & (S_IWGRP | S_IWOTH) != 0 {
             let mode = String(status.st_mode & 0o7777, radix: 8)
-            throw .untrustedDirectory(path: path, reason: "it is writable by group or others (mode \(mode)); make it 0700")
+            // NB: a sticky shared directory (/tmp) is meant for everyone: tightening it would
+            // harm the system. The fix is a directory of one's own.
+            let fix = status.st_mode & S_ISVTX != 0
+                ? "it is a shared directory (mode \(mode)) that others can write to; keep the store in a directory of your own inside it"
+                : "it is writable by group or others (mode \(mode)); make it 0700"
+            throw .untrustedDirectory(path: path, reason: fix)
         }
     }
 
