@@ -3,15 +3,18 @@
 // NB: on Linux this file is compiled by the KeychainBindingCheck test target against
 // `SecurityStandIn`, a module with Security's Swift signatures, so that a mistake here fails CI
 // before it reaches an Apple user (see Tests/StandIns/SecurityStandIn).
-#if canImport(Security) || HABITAT_SECURITY_STANDIN
+// NB: on Apple platforms the check target compiles nothing (the real binding is in the library,
+// and no test may reach a real keychain).
+#if canImport(Security) && !HABITAT_SECURITY_STANDIN
 import Foundation
-#if canImport(Security)
 import Security
-#else
+#elseif HABITAT_SECURITY_STANDIN && !canImport(Security)
+import Foundation
 public import HabitatKeychain
 import SecurityStandIn
 #endif
 
+#if (canImport(Security) && !HABITAT_SECURITY_STANDIN) || (HABITAT_SECURITY_STANDIN && !canImport(Security))
 extension KeychainCalls {
     /// The real Keychain: `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate` and
     /// `SecItemDelete`, on the data-protection keychain, with generic-password items that are

@@ -1,3 +1,5 @@
+// Linux only: on Apple platforms the real Security framework is there, and tests never reach it.
+#if !canImport(Security)
 import Foundation
 import HabitatKeychain
 import SecurityStandIn
@@ -30,3 +32,4 @@ import Testing
         #expect(secrets.calls.delete(secrets.item(forKey: "absent")) == -25300)
     }
 }
+#endif

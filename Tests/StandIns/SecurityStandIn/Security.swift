@@ -1,3 +1,5 @@
+// Linux only: on Apple platforms the real Security framework is there, and tests never reach it.
+#if !canImport(Security)
 // Stands in for Apple's Security framework on Linux, with the Swift signatures HabitatKeychain's
 // binding uses, so that the binding type-checks (and runs, against a dictionary) in CI. Only
 // the declarations the binding needs; the constants carry Security's real string values.
@@ -30,8 +32,8 @@ nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
 
 /// What the stand-in saw: the last query of each call, for the binding check's assertions.
+// Safe: every stored property is read and written only with `lock` held.
 public final class StandInKeychain: @unchecked Sendable {
-    // Safe: every property is read and written only with `lock` held.
     private let lock = NSLock()
     private var items: [String: (data: Data, accessible: String)] = [:]
     private var queries: [[String: String]] = []
@@ -91,3 +93,4 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     status == errSecItemNotFound ? "The specified item could not be found in the keychain." : nil
 }
+#endif
