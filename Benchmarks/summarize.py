@@ -50,6 +50,9 @@ ROWS = [
     ("save snapshot (50 keys), same token", "save/habitat", "token read + compared, durable snapshot write (floor)", "save/floor-durable", None),
     ("save snapshot (50 keys), same token", "save/habitat", "extra: JSONEncoder + Data.write, not durable", "save/floor-plain", None),
     ("save snapshot (50 keys), new token", "save-new-token/habitat", "durable writes of token and snapshot (floor)", "save-new-token/floor", None),
+    ("per request: bind user+token+clock, 3 reads, unbind", "request/habitat", "values as a parameter (floor)", "request/floor", None),
+    ("per request: bind user+token+clock, 3 reads, unbind", "request/habitat", "one bare @TaskLocal struct", "request/tasklocal", None),
+    ("per request: bind user+token+clock, 3 reads, unbind", "request/habitat", "withDependencies + @Dependency", "request/swift-dependencies", None),
     ("restore snapshot, 10 keys", "restore-10/habitat", "decode + token read (floor)", "restore-10/floor", 1.5),
     ("restore snapshot, 50 keys", "restore-50/habitat", "decode + token read (floor)", "restore-50/floor", 1.5),
     ("restore snapshot, 1,000 keys", "restore-1000/habitat", "decode + token read (floor)", "restore-1000/floor", 1.5),
@@ -63,6 +66,8 @@ PROBES = {
     "scope/tasklocal-copy-box": "scope-tasklocal-copy-box", "push-pop/habitat": "push-pop",
     "push-pop/floor": "push-pop-floor", "push-pop/locked-floor": "push-pop-locked-floor",
     "login-logout/habitat": "login-logout", "login-logout/floor": "login-logout-floor",
+    "request/habitat": "request", "request/floor": "request-floor", "request/tasklocal": "request-tasklocal",
+    "request/swift-dependencies": "request-swift-dependencies",
 }
 
 # Growth groups: (group, metric, title, x label, unit, peers in order)
@@ -210,6 +215,10 @@ def main():
     print()
     if mallocs is not None:
         print(f"mallocs per field read, beyond the floor's: {mallocs:.6f} (target: 0)")
+    for side in ("floor", "tasklocal", "swift-dependencies", "habitat"):
+        name = f"request/{side}"
+        if name in results and "Malloc(total)" in results[name]:
+            print(f"mallocs per request, {side}: {results[name]['Malloc(total)'] / scale(name):.2f}")
     if depth is not None:
         print(f"memory per frame at depth 10,000: {depth:.0f} bytes (the changed field: 8 bytes, an Int)")
 

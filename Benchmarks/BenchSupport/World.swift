@@ -187,3 +187,51 @@ public func sink<T>(_ value: T) {
 public func sink(_ value: Int) {
     if value == .min { print(value) }
 }
+
+// MARK: A server request's values (the "per request" rows)
+
+/// What a server binds per request: the signed-in user, the bearer token and the request's start.
+public struct RequestState: Sendable {
+    public var user: BenchUser
+    public var token: String
+    public var started: Date
+
+    public init(user: BenchUser, token: String, started: Date) {
+        self.user = user
+        self.token = token
+        self.started = started
+    }
+}
+
+/// The bare task-local variant: one `@TaskLocal` holding the request's values.
+public enum RequestLocal {
+    @TaskLocal public static var state: RequestState?
+}
+
+private enum RequestStateKey: DependencyKey {
+    static let liveValue: RequestState? = nil
+}
+
+extension DependencyValues {
+    public var benchRequest: RequestState? {
+        get { self[RequestStateKey.self] }
+        set { self[RequestStateKey.self] = newValue }
+    }
+}
+
+/// Reads the request's values through `@Dependency`.
+public struct RequestDependencyReader: Sendable {
+    @Dependency(\.benchRequest) public var request
+    public init() {}
+}
+
+/// 1,000 users and their tokens, as a server's requests would bring them.
+public let requestUsers: [(BenchUser, String)] = (1...1_000).map { (BenchUser(id: $0, name: "member-\($0)"), "tok-\($0)") }
+
+/// The floor's handler: the values arrive as a parameter (a field of Hummingbird's context).
+@inline(never)
+public func handleRequest(_ state: RequestState) {
+    sink(state.user.id)
+    sink(state.token.utf8.count)
+    sink(Int(state.started.timeIntervalSince1970))
+}

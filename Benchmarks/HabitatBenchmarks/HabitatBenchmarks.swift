@@ -40,6 +40,7 @@ let benchmarks: @Sendable () -> Void = {
     registerScopes()
     registerWrites()
     registerPersistence(once)
+    registerRequests()
 }
 
 // MARK: Reads
@@ -406,4 +407,54 @@ func onTwoThreads(perThread: Int, _ body: @escaping @Sendable (Int) -> Void) -> 
         }
     }
     return ({ go.signal(); go.signal() }, { done.wait(); done.wait() })
+}
+
+// MARK: Per request (the server example's work, without the network)
+
+/// A server request's binding: set the user, token and start time for the request, read the
+/// three once each, unbind. Each side does it its own way; the values are the same.
+func registerRequests() {
+    Benchmark("request/floor") { benchmark in
+        for index in benchmark.scaledIterations {
+            let (user, token) = requestUsers[index % 1_000]
+            handleRequest(RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index))))
+        }
+    }
+    Benchmark("request/tasklocal") { benchmark in
+        for index in benchmark.scaledIterations {
+            let (user, token) = requestUsers[index % 1_000]
+            RequestLocal.$state.withValue(RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))) {
+                sink(RequestLocal.state?.user.id ?? 0)
+                sink(RequestLocal.state?.token.utf8.count ?? 0)
+                sink(Int(RequestLocal.state?.started.timeIntervalSince1970 ?? 0))
+            }
+        }
+    }
+    Benchmark("request/swift-dependencies") { benchmark in
+        let reader = RequestDependencyReader()
+        benchmark.startMeasurement()
+        for index in benchmark.scaledIterations {
+            let (user, token) = requestUsers[index % 1_000]
+            let state = RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))
+            withDependencies { $0.benchRequest = state } operation: {
+                sink(reader.request?.user.id ?? 0)
+                sink(reader.request?.token.utf8.count ?? 0)
+                sink(Int(reader.request?.started.timeIntervalSince1970 ?? 0))
+            }
+        }
+    }
+    Benchmark("request/habitat") { benchmark in
+        // The server example's middleware: an environment built with its session and clock.
+        for index in benchmark.scaledIterations {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            var environment = stack.current.loggingIn(user: user, token: AuthToken(token))
+            environment.now = { started }
+            stack.withEnvironment(environment) {
+                sink(stack.current.currentUser?.id ?? 0)
+                sink(stack.current.session?.token.secret.utf8.count ?? 0)
+                sink(Int(stack.current.now().timeIntervalSince1970))
+            }
+        }
+    }
 }

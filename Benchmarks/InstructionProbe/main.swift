@@ -84,6 +84,47 @@ let operations: [String: (Int) -> Void] = [
         }
         sink(locked)
     },
+    "request": { count in
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            var environment = stack.current.loggingIn(user: user, token: AuthToken(token))
+            environment.now = { started }
+            stack.withEnvironment(environment) {
+                sink(stack.current.currentUser?.id ?? 0)
+                sink(stack.current.session?.token.secret.utf8.count ?? 0)
+                sink(Int(stack.current.now().timeIntervalSince1970))
+            }
+        }
+    },
+    "request-floor": { count in
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            handleRequest(RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index))))
+        }
+    },
+    "request-tasklocal": { count in
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            RequestLocal.$state.withValue(RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))) {
+                sink(RequestLocal.state?.user.id ?? 0)
+                sink(RequestLocal.state?.token.utf8.count ?? 0)
+                sink(Int(RequestLocal.state?.started.timeIntervalSince1970 ?? 0))
+            }
+        }
+    },
+    "request-swift-dependencies": { count in
+        let reader = RequestDependencyReader()
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let state = RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))
+            withDependencies { $0.benchRequest = state } operation: {
+                sink(reader.request?.user.id ?? 0)
+                sink(reader.request?.token.utf8.count ?? 0)
+                sink(Int(reader.request?.started.timeIntervalSince1970 ?? 0))
+            }
+        }
+    },
 ]
 
 let arguments = CommandLine.arguments

@@ -95,7 +95,9 @@ public enum SessionDemo {
             return Result(status: 0, output: help(environment: environment), errors: "")
         }
         if let index = rest.firstIndex(of: "--store") {
-            guard index + 1 < rest.count else { return usageError("--store needs a directory") }
+            guard index + 1 < rest.count, !rest[index + 1].isEmpty else {
+                return usageError("--store needs a directory (an empty one would mean the current directory)")
+            }
             storeDirectory = URL(fileURLWithPath: rest[index + 1])
             rest.removeSubrange(index...index + 1)
         }
@@ -110,6 +112,11 @@ public enum SessionDemo {
             return usageError("unknown command '\(name)'")
         }
         let directory = storeDirectory ?? defaultDirectory(environment)
+        if command == .status, !FileManager.default.fileExists(atPath: directory.path) {
+            // Looking doesn't create anything.
+            result.output += "logged out (nothing saved in \(directory.path))\n"
+            return result
+        }
         do {
             let stack = EnvironmentStack<DemoApp>(HabitatEnvironment(services: DemoServices(), config: DemoConfig()))
             let sessions = try sessionStore(in: directory)

@@ -307,3 +307,25 @@ final class ResultBox<R: Sendable>: @unchecked Sendable {
     func set(_ newValue: R) { lock.withLock { value = newValue } }
     func get() -> R? { lock.withLock { value } }
 }
+
+@Suite struct DirectoryCreationTests {
+    @Test func aDirectoryThatCantBeCreatedNamesItAndTheSystemsReason() throws {
+        let directory = try TemporaryDirectory()
+        let locked = directory.file("locked")
+        try FileManager.default.createDirectory(at: locked, withIntermediateDirectories: false)
+        chmod(locked.path, 0o500)
+        defer { chmod(locked.path, 0o700) }
+        let target = locked.appendingPathComponent("a/b")
+        if geteuid() == 0 {
+            // root may write anywhere: the parents are made, owner-only.
+            _ = try FileSecretStore(directory: target)
+            var status = stat()
+            #expect(lstat(locked.appendingPathComponent("a").path, &status) == 0)
+            #expect(status.st_mode & 0o777 == 0o700)
+        } else {
+            #expect(throws: StoreError.unwritable(
+                path: target.path, reason: "cannot create the directory \(locked.appendingPathComponent("a").path): Permission denied"
+            )) { try FileSecretStore(directory: target) }
+        }
+    }
+}

@@ -103,6 +103,28 @@ import Testing
         #expect(after.errors.isEmpty)
     }
 
+    /// Looking at a store that isn't there creates nothing.
+    @Test func statusOnAFreshPathCreatesNothing() async throws {
+        let store = Directory()
+        let result = try launch(["--store", store.path, "status"])
+        #expect(result.status == 0)
+        #expect(result.output == "logged out (nothing saved in \(store.path))\n")
+        #expect(!FileManager.default.fileExists(atPath: store.path))
+    }
+
+    /// A store that can't be made says which directory and the system's reason.
+    @Test func aStoreThatCantBeCreatedSaysWhy() async throws {
+        let store = Directory()
+        try FileManager.default.createDirectory(at: store.url, withIntermediateDirectories: true)
+        let file = store.url.appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: file)
+        let result = try launch(["--store", file.appendingPathComponent("sub").path, "login", "Ada"])
+        #expect(result.status == 1)
+        #expect(result.errors.contains(file.appendingPathComponent("sub").path))
+        #expect(result.errors.contains("Not a directory"))
+        #expect(!result.errors.contains("could not be completed"))
+    }
+
     /// A damaged token file is not a silent logout: the launch says so, and the file is kept.
     @Test func aCorruptTokenFileIsReportedAndKept() async throws {
         let store = Directory()
@@ -160,7 +182,8 @@ import Testing
     @Test(arguments: [
         (["login"], "login needs a NAME"),
         (["frobnicate"], "unknown command 'frobnicate'"),
-        (["--store"], "--store needs a directory"),
+        (["--store"], "--store needs a directory (an empty one would mean the current directory)"),
+        (["--store", "", "status"], "--store needs a directory (an empty one would mean the current directory)"),
         (["status", "extra"], "status takes no arguments; unexpected 'extra'"),
         (["login", "Ada", "--token"], "--token needs a value"),
         (["login", "Ada", "Lovelace"], "login takes one NAME; unexpected 'Lovelace'"),

@@ -31,17 +31,26 @@ enum FileSystem {
         if lstat(path, &status) != 0 {
             guard errno == ENOENT else { throw .unreadable(path: path, reason: lastError()) }
             guard create else { throw .missingDirectory(path: path) }
-            do {
-                try FileManager.default.createDirectory(
-                    at: directory,
-                    withIntermediateDirectories: true,
-                    attributes: [.posixPermissions: 0o700]
-                )
-            } catch {
-                throw .unwritable(path: path, reason: "cannot create the directory (\(describeFileError(error)))")
-            }
+            try makeDirectories(path)
         }
         try checkTrusted(directory: path)
+    }
+
+    /// Creates `path` and its missing parents, owner-only. NB: `mkdir` itself, not
+    /// FileManager, so a failure says the system's reason and which directory it was.
+    private static func makeDirectories(_ path: String) throws(StoreError) {
+        var missing: [String] = []
+        var current = path
+        var status = stat()
+        while current.count > 1, lstat(current, &status) != 0, errno == ENOENT {
+            missing.append(current)
+            current = (current as NSString).deletingLastPathComponent
+        }
+        for directory in missing.reversed() where mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            let reason = lastError()
+            let which = directory == path ? "" : " \(directory)"
+            throw .unwritable(path: path, reason: "cannot create the directory\(which): \(reason)")
+        }
     }
 
     /// Refuses a directory that someone else could change under the store: one that is a
@@ -307,15 +316,6 @@ enum FileSystem {
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)
-    }
-
-    private static func describeFileError(_ error: any Error) -> String {
-        let nsError = error as NSError
-        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
-           underlying.domain == NSPOSIXErrorDomain {
-            return String(cString: strerror(Int32(underlying.code)))
-        }
-        return nsError.localizedDescription
     }
 }
 

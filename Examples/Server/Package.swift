@@ -1,0 +1,48 @@
+// swift-tools-version:6.2
+//
+// A Hummingbird server that gives each request its own Habitat environment, and the load test
+// that compares it with three other ways to pass per-request values. A package of its own:
+// Habitat itself depends on nothing.
+//
+//     swift run habitat-server                 # the example, on 127.0.0.1:8080
+//     swift test                               # its tests
+//     bash load.sh                             # the side-by-side load test (bash load.sh --smoke: a few seconds)
+
+import Foundation
+import PackageDescription
+
+// SwiftPM names a path dependency after its directory: Habitat's checkout, two levels up.
+let habitat = URL(fileURLWithPath: Context.packageDirectory)
+    .deletingLastPathComponent().deletingLastPathComponent().lastPathComponent.lowercased()
+
+let package = Package(
+    name: "HabitatServerExample",
+    platforms: [.macOS(.v15)],
+    products: [.executable(name: "habitat-server", targets: ["HabitatServer"])],
+    dependencies: [
+        .package(path: "../.."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        // Only for the load test's swift-dependencies variant.
+        .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
+    ],
+    targets: [
+        .target(
+            name: "ServerApp",
+            dependencies: [
+                .product(name: "Habitat", package: habitat),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+            ]
+        ),
+        .executableTarget(name: "HabitatServer", dependencies: ["ServerApp"]),
+        .testTarget(
+            name: "ServerAppTests",
+            dependencies: [
+                "ServerApp",
+                .product(name: "Habitat", package: habitat),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,56 @@
+import Foundation
+public import Habitat
+public import Logging
+
+// The server's world, as Habitat sees it: the signed-in member, the configuration, and the
+// services a handler calls. Each request runs in a scope of its own (RequestEnvironment.swift),
+// so handlers and services read `AppEnvironment.current` and see only their request's member.
+
+/// A signed-in member of the service.
+public struct Member: Codable, Sendable, Hashable {
+    public var id: Int
+    public var name: String
+
+    public init(id: Int, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// Server-wide configuration.
+public struct ServerConfig: Codable, Sendable, Hashable {
+    public var greeting = "Welcome back"
+    public init() {}
+}
+
+/// What a handler may call. `members` and `projects` are app-wide; `requestID` and `logger` are
+/// the request's own, set by the middleware.
+public struct ServerServices: Sendable {
+    public var members: MemberDirectory
+    public var projects: ProjectCatalog
+    public var requestID: String
+    public var logger: Logger
+
+    public init(members: MemberDirectory, projects: ProjectCatalog, requestID: String = "-", logger: Logger) {
+        self.members = members
+        self.projects = projects
+        self.requestID = requestID
+        self.logger = logger
+    }
+}
+
+/// The app's types, named once.
+public enum ServerApp: EnvironmentSchema {
+    public typealias Services = ServerServices
+    public typealias User = Member
+    public typealias Config = ServerConfig
+}
+
+/// The process's stack. Outside a request it is the base: nobody signed in. Each request gets a
+/// scope of its own with its member, request ID and clock.
+public let AppEnvironment = EnvironmentStack<ServerApp>(
+    HabitatEnvironment(
+        services: ServerServices(members: MemberDirectory(), projects: ProjectCatalog(), logger: Logger(label: "habitat-server")),
+        config: ServerConfig()
+    )
+)

@@ -1,0 +1,146 @@
+import Dependencies
+import Foundation
+import Habitat
+public import Hummingbird
+import Logging
+import NIOCore
+import Synchronization
+
+// The load test's route, `GET /load/me`, four ways. Every variant does the same work: its
+// middleware resolves the bearer token to a member, makes the request's ID, logger and clock,
+// and binds them its own way; its handler reads the member, the request ID and the clock (three
+// reads), awaits, reads the member again, and echoes the member it read beside the member the
+// sent token names. Only how the values travel differs.
+
+/// How the load route passes per-request values.
+public enum Variant: String, CaseIterable, Sendable {
+    /// As fields of Hummingbird's `RequestContext`: the framework's own idiom, and the floor.
+    case floor
+    /// In one bare `@TaskLocal` holding a struct.
+    case tasklocal
+    /// With swift-dependencies' `withDependencies`, read through `@Dependency`.
+    case swiftDependencies = "swift-dependencies"
+    /// In a Habitat scope, read through `AppEnvironment.current`.
+    case habitat
+}
+
+/// A request's values, for the variants that don't use Habitat.
+public struct RequestValues: Sendable {
+    public var member: Member
+    public var requestID: String
+    public var logger: Logger
+    public var started: Date
+}
+
+/// How many responses answered a different member than their token names, since the start.
+let mismatchCount = Atomic<Int>(0)
+
+/// The values a variant's middleware binds: the same work in every variant (the Habitat
+/// middleware does the same, building an environment instead).
+func resolve(_ request: Request) throws -> RequestValues {
+    guard let token = request.bearerToken else { throw HTTPError(.unauthorized, message: "missing bearer token") }
+    let base = AppEnvironment.current
+    guard let member = base.services.members.member(forToken: token) else { throw HTTPError(.unauthorized, message: "unknown token") }
+    let requestID = request.requestID
+    var logger = base.services.logger
+    logger[metadataKey: "request_id"] = "\(requestID)"
+    return RequestValues(member: member, requestID: requestID, logger: logger, started: Date())
+}
+
+/// The handler's shared work. `read` reads the member, the request ID and the clock the
+/// variant's way.
+func echo(_ request: Request, read: () -> (member: Member?, requestID: String?, now: Date?)) async -> Response {
+    let first = read()
+    await Task.yield()   // as a database call would suspend; the request may resume on another thread
+    let member = read().member
+    let sent = request.bearerToken.flatMap { Int($0.dropFirst("tok-".count).prefix { $0 != "-" }) } ?? -1
+    if member?.id != sent { mismatchCount.add(1, ordering: .relaxed) }
+    let at = Int(first.now?.timeIntervalSince1970 ?? 0)
+    let body = #"{"sent":\#(sent),"user":\#(member?.id ?? -1),"request":"\#(first.requestID ?? "")","at":\#(at)}"#
+    return Response(
+        status: .ok,
+        headers: [.contentType: "application/json"],
+        body: .init(byteBuffer: ByteBuffer(string: body))
+    )
+}
+
+// MARK: The variants' middleware
+
+struct FloorMiddleware: RouterMiddleware {
+    typealias Context = AppRequestContext
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.values = try resolve(request)
+        return try await next(request, context)
+    }
+}
+
+enum RequestScope {
+    @TaskLocal static var values: RequestValues?
+}
+
+struct TaskLocalMiddleware: RouterMiddleware {
+    typealias Context = AppRequestContext
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        try await RequestScope.$values.withValue(try resolve(request)) { try await next(request, context) }
+    }
+}
+
+private enum RequestValuesKey: DependencyKey {
+    static let liveValue: RequestValues? = nil
+}
+
+extension DependencyValues {
+    var request: RequestValues? {
+        get { self[RequestValuesKey.self] }
+        set { self[RequestValuesKey.self] = newValue }
+    }
+}
+
+struct DependenciesMiddleware: RouterMiddleware {
+    typealias Context = AppRequestContext
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let values = try resolve(request)
+        return try await withDependencies { $0.request = values } operation: { try await next(request, context) }
+    }
+}
+
+// MARK: The application
+
+/// The app's routes, plus the load route of `variant` and `GET /stats` (the mismatch count).
+public func buildLoadRouter(variant: Variant) -> Router<AppRequestContext> {
+    let router = buildRouter()
+    router.get("stats") { _, _ in "{\"mismatches\":\(mismatchCount.load(ordering: .relaxed))}" }
+    let load = router.group("load")
+    switch variant {
+    case .floor:
+        load.add(middleware: FloorMiddleware()).get("me") { request, context in
+            await echo(request) { (context.values?.member, context.values?.requestID, context.values?.started) }
+        }
+    case .tasklocal:
+        load.add(middleware: TaskLocalMiddleware()).get("me") { request, _ in
+            await echo(request) { (RequestScope.values?.member, RequestScope.values?.requestID, RequestScope.values?.started) }
+        }
+    case .swiftDependencies:
+        load.add(middleware: DependenciesMiddleware()).get("me") { request, _ in
+            @Dependency(\.request) var values
+            return await echo(request) { (values?.member, values?.requestID, values?.started) }
+        }
+    case .habitat:
+        load.add(middleware: RequestEnvironmentMiddleware()).get("me") { request, _ in
+            await echo(request) {
+                (AppEnvironment.current.currentUser, AppEnvironment.current.services.requestID, AppEnvironment.current.now())
+            }
+        }
+    }
+    return router
+}
+
+/// The server: the app and the load route of `variant`, on `host`:`port`.
+public func buildApplication(variant: Variant = .habitat, host: String = "127.0.0.1", port: Int = 8080) -> some ApplicationProtocol {
+    AppEnvironment.current.services.members.seedLoadTestMembers(1_000)
+    return Application(
+        router: buildLoadRouter(variant: variant),
+        configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")
+    )
+}

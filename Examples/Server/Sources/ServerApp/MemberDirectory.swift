@@ -1,0 +1,88 @@
+import Foundation
+public import Habitat
+
+/// Members and their bearer tokens, app-wide: what a real server keeps in a database.
+///
+/// Tokens look like `tok-<id>-<random>`; the load test's members have the plain tokens
+/// `tok-<id>` (1...1,000), made by ``seedLoadTestMembers(_:)``.
+// Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
+// Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
+public final class MemberDirectory: @unchecked Sendable {
+    private struct State {
+        var members: [Int: Member] = [:]
+        var tokens: [String: (id: Int, expiresAt: Date?)] = [:]
+        var passwords: [String: (id: Int, password: String)] = [:]
+    }
+
+    private let lock = NSLock()
+    private var state_ = State()
+
+    private func withState<R>(_ body: (inout State) -> R) -> R {
+        lock.withLock { body(&state_) }
+    }
+
+    public init() {
+        register(Member(id: 1, name: "Ada"), password: "analytical")
+        register(Member(id: 2, name: "Grace"), password: "cobol")
+    }
+
+    /// Adds a member who can sign in with `password`.
+    public func register(_ member: Member, password: String) {
+        withState {
+            $0.members[member.id] = member
+            $0.passwords[member.name.lowercased()] = (member.id, password)
+        }
+    }
+
+    /// Members 1...count with the tokens `tok-1`...`tok-<count>`, for the load test.
+    public func seedLoadTestMembers(_ count: Int) {
+        withState {
+            for id in 1...count {
+                if $0.members[id] == nil { $0.members[id] = Member(id: id, name: "member-\(id)") }
+                $0.tokens["tok-\(id)"] = (id, nil)
+            }
+        }
+    }
+
+    /// Signs a member in: a new bearer token for an hour, or `nil` for a wrong name or password.
+    public func signIn(name: String, password: String) -> AuthToken? {
+        let entry = withState { $0.passwords[name.lowercased()] }
+        guard let entry, entry.password == password else { return nil }
+        return issueToken(for: entry.id, expiresAt: Date().addingTimeInterval(3600))
+    }
+
+    /// A new bearer token for member `id`, valid until `expiresAt`.
+    public func issueToken(for id: Int, expiresAt: Date?) -> AuthToken {
+        let token = "tok-\(id)-\(UUID().uuidString)"
+        withState { $0.tokens[token] = (id, expiresAt) }
+        return AuthToken(token, expiresAt: expiresAt)
+    }
+
+    /// The member a bearer token belongs to, if the token is known and has not expired at `now`.
+    public func member(forToken token: String, at now: Date = Date()) -> Member? {
+        withState { state in
+            guard let entry = state.tokens[token], (entry.expiresAt.map { $0 > now } ?? true) else { return nil }
+            return state.members[entry.id]
+        }
+    }
+
+    /// Renames the member `id`; returns the updated member.
+    public func rename(_ id: Int, to name: String) -> Member? {
+        withState {
+            $0.members[id]?.name = name
+            return $0.members[id]
+        }
+    }
+}
+
+/// A second service a handler calls: it reads the request's member from the environment itself.
+public struct ProjectCatalog: Sendable {
+    public init() {}
+
+    /// The projects of the member signed in to the calling request.
+    public func projectsOfCurrentMember() async -> [String] {
+        await Task.yield()   // as a database call would suspend
+        guard let member = AppEnvironment.current.currentUser else { return [] }
+        return ["\(member.name)'s notes", "\(member.name)'s garden"]
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Habitat
+public import Hummingbird
+import Logging
+import Synchronization
+
+
+/// The request context every route of this app uses: Hummingbird's own storage, and the
+/// per-request values the load test's floor variant passes by hand (``RequestValues``).
+public struct AppRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// Set only by the floor variant of the load test; the app itself reads the environment.
+    public var values: RequestValues?
+
+    public init(source: Source) {
+        coreContext = .init(source: source)
+    }
+}
+
+/// The server pattern: one middleware turns the request's bearer token into the request's
+/// environment, its member signed in, its own request ID, logger and clock, and runs the rest
+/// of the chain in a scope of that environment. Handlers, and the services they call, read
+/// `AppEnvironment.current`; no other request can see this scope, nor can code outside any
+/// request (it sees the base).
+///
+/// NB: the scope gets an environment built with its session (`loggingIn`), not a `login()`
+/// inside the scope: one environment copy per request instead of two.
+public struct RequestEnvironmentMiddleware: RouterMiddleware {
+    public typealias Context = AppRequestContext
+
+    public init() {}
+
+    public func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let base = AppEnvironment.current
+        guard let token = request.bearerToken else {
+            throw HTTPError(.unauthorized, message: "missing bearer token: send Authorization: Bearer <token>")
+        }
+        guard let member = base.services.members.member(forToken: token) else {
+            throw HTTPError(.unauthorized, message: "unknown or expired token")
+        }
+        let started = Date()
+        let requestID = request.requestID
+        var environment = base.loggingIn(user: member, token: AuthToken(token))
+        environment.services.requestID = requestID
+        environment.services.logger[metadataKey: "request_id"] = "\(requestID)"
+        environment.now = { started }
+        return try await AppEnvironment.withEnvironment(environment) {
+            try await next(request, context)
+        }
+    }
+}
+
+private let requestCounter = Atomic<Int>(0)
+
+extension Request {
+    /// A new request ID: a number of this process's own.
+    public var requestID: String {
+        String(requestCounter.wrappingAdd(1, ordering: .relaxed).newValue)
+    }
+
+    /// The token of an `Authorization: Bearer <token>` header.
+    public var bearerToken: String? {
+        guard let header = headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
+        let token = header.dropFirst("Bearer ".count)
+        return token.isEmpty ? nil : String(token)
+    }
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The load test: the same app and the same work four ways (values in the RequestContext, one
+# bare @TaskLocal, swift-dependencies' withDependencies, a Habitat scope), one server at a time,
+# on loopback only, each run bounded by wrk's duration; variants interleaved within each pass,
+# medians over passes. Every response is checked: the member the handler read from its
+# environment after an await must be the member whose token was sent.
+#
+#     bash load.sh            # the full run: release build, 3 passes x 16/128/512 connections x
+#                             # 4 variants x 5 s; writes results.tsv and results.svg
+#     bash load.sh --smoke    # CI: the debug build, 1 pass, 16 connections, 2 s per variant
+#
+# Needs wrk (Debian's package; installed here when missing) and python3.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+passes=3 duration=5 connections="16 128 512" configuration=release smoke=0
+if [ "${1:-}" = "--smoke" ]; then passes=1 duration=2 connections="16" configuration=debug smoke=1; fi
+
+if ! command -v wrk > /dev/null; then
+    sudo=$([ "$(id -u)" = 0 ] || echo sudo)
+    $sudo apt-get update -q > /dev/null && $sudo apt-get install -y -q wrk > /dev/null
+fi
+
+swift build -c "$configuration" --product habitat-server > /dev/null
+server="$(swift build -c "$configuration" --show-bin-path)/habitat-server"
+port=18180
+raw=$(mktemp)
+trap 'rm -f "$raw"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true' EXIT
+
+wait_for_port() {
+    for _ in $(seq 1 200); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "load: the server did not start on port $port" >&2
+    return 1
+}
+
+server_mismatches() {  # what the server counted itself (GET /stats)
+    timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port
+        printf 'GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+        cat <&3" | sed -n 's/.*"mismatches":\([0-9]*\).*/\1/p'
+}
+
+variants=(floor tasklocal swift-dependencies habitat)
+echo -e "pass\tvariant\tconnections\trequests_per_s\tp50_ms\tp99_ms\tpeak_rss_mb\trequests\tmismatches" > "$raw"
+for pass in $(seq 1 "$passes"); do
+    for c in $connections; do
+        # Interleave: each pass starts with a different variant.
+        for i in 0 1 2 3; do
+            variant=${variants[$(( (i + pass - 1) % 4 ))]}
+            "$server" --variant "$variant" --port "$port" > /dev/null 2>&1 &
+            pid=$!
+            wait_for_port
+            wrk -t 1 -c "$c" -d 1s -s load.lua "http://127.0.0.1:$port/load/me" > /dev/null   # warm-up
+            out=$(wrk -t 1 -c "$c" -d "${duration}s" --timeout 10s -s load.lua "http://127.0.0.1:$port/load/me")
+            rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+            on_server=$(server_mismatches)
+            [ -n "$on_server" ] || { echo "load: could not read the server's own count (GET /stats)" >&2; exit 1; }
+            kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+            rps=$(awk '/^Requests\/sec:/ {print $2}' <<< "$out")
+            read -r p50 p99 < <(awk '/^LATENCY/ {printf "%.3f %.3f\n", $3 / 1000, $5 / 1000}' <<< "$out")
+            read -r checked mismatched < <(awk '/^CHECKED/ {print $2, $4}' <<< "$out")
+            errors=$(awk '/^REQUESTS/ {print $4}' <<< "$out")
+            mismatches=$(( mismatched + on_server + errors ))
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pass" "$variant" "$c" "$rps" "$p50" "$p99" \
+                "$(awk "BEGIN {printf \"%.1f\", $rss_kb / 1024}")" "$checked" "$mismatches" >> "$raw"
+            printf 'pass %s  %-18s c=%-4s %10s req/s  p50 %6s ms  p99 %7s ms  %s checked, %s mismatched\n' \
+                "$pass" "$variant" "$c" "$rps" "$p50" "$p99" "$checked" "$mismatches"
+        done
+    done
+done
+
+if [ "$smoke" = 1 ]; then
+    python3 summarize.py "$raw" > /dev/null
+else
+    python3 summarize.py "$raw" results.tsv results.svg "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+fi
