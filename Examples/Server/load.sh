@@ -8,13 +8,17 @@
 #     bash load.sh            # the full run: release build, 3 passes x 16/128/512 connections x
 #                             # 4 variants x 5 s; writes results.tsv and results.svg
 #     bash load.sh --smoke    # CI: the debug build, 1 pass, 16 connections, 2 s per variant
+#     bash load.sh --passes 5 # the full run with more passes
 #
 # Needs wrk (Debian's package; installed here when missing) and python3.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 passes=3 duration=5 connections="16 128 512" configuration=release smoke=0
-if [ "${1:-}" = "--smoke" ]; then passes=1 duration=2 connections="16" configuration=debug smoke=1; fi
+case "${1:-}" in
+    --smoke) passes=1 duration=2 connections="16" configuration=debug smoke=1 ;;
+    --passes) passes=$2 ;;
+esac
 
 if ! command -v wrk > /dev/null; then
     sudo=$([ "$(id -u)" = 0 ] || echo sudo)
