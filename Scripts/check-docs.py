@@ -3,7 +3,9 @@
 
 Each document is one program, its blocks in order:
 - a block with tests (@Test, @Suite, XCTestCase, EnvironmentTestCase) goes to the document's
-  test target, and runs with `swift test`;
+  test target, and runs with `swift test`; it compiles with its own imports only, as pasted into
+  a test target, and must import the app module as `@testable import MyApp` (the check points
+  that at the document's module);
 - a block of declarations only (types, extensions, functions, globals) goes to the document's
   library, one file per block;
 - any other block (statements at the top level) goes, in order, into the `main.swift` of the
@@ -106,8 +108,14 @@ def main():
             elif what == "statements":
                 statements.append(header + code)
             else:
+                # A test block compiles as a reader pastes it into a test target: with its own
+                # imports only, the app module's among them (written `MyApp`, the docs' app).
+                if not re.search(r"^(@testable )?import MyApp\b", code, re.M):
+                    sys.exit(f"check-docs: {relative}:{line}: a test block must import the app module "
+                             "(`@testable import MyApp`), as a test target does")
+                code = re.sub(r"^(@testable )?import MyApp\b", rf"\1import {name}", code, flags=re.M)
                 tests.mkdir(exist_ok=True)
-                (tests / f"Block{number:02}.swift").write_text(f"@testable import {name}\n" + prelude + header + code + "\n")
+                (tests / f"Block{number:02}.swift").write_text(header + code + "\n")
         if not library.exists():
             library.mkdir()
             (library / "Empty.swift").write_text("// This document declares nothing of its own.\n")

@@ -28,7 +28,9 @@ public func reportTestFailure(
     line: UInt = #line,
     column: UInt = #column
 ) {
-    if Test.current != nil {
+    if let capture = CapturedTestFailures.current {
+        capture.append(message)
+    } else if Test.current != nil {
         Issue.record(
             Comment(rawValue: message),
             sourceLocation: SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column))
@@ -59,3 +61,32 @@ let isRunningXCTest: Bool = {
         || ProcessInfo.processInfo.processName.hasSuffix(".xctest")
         || ProcessInfo.processInfo.processName == "xctest"
 }()
+
+/// Failures that `reportTestFailure` hands to the calling task instead of recording them: for
+/// HabitatTesting's own tests of what its helpers report, so a test whose point is a failure
+/// message checks the message without printing a known issue in every run.
+package final class CapturedTestFailures: @unchecked Sendable {
+    // Safe: `messages` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var messages: [String] = []
+
+    @TaskLocal package static var current: CapturedTestFailures?
+
+    func append(_ message: String) {
+        lock.withLock { messages.append(message) }
+    }
+
+    /// Runs `body`, and returns the failures reported in it (and in its child tasks).
+    package static func capture(_ body: () async throws -> Void) async rethrows -> [String] {
+        let capture = CapturedTestFailures()
+        try await $current.withValue(capture) { try await body() }
+        return capture.lock.withLock { capture.messages }
+    }
+
+    /// Runs `body`, and returns the failures reported in it.
+    package static func capture(_ body: () throws -> Void) rethrows -> [String] {
+        let capture = CapturedTestFailures()
+        try $current.withValue(capture) { try body() }
+        return capture.lock.withLock { capture.messages }
+    }
+}
