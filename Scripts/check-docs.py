@@ -10,8 +10,8 @@ Each document is one program, its blocks in order:
   library, one file per block;
 - any other block (statements at the top level) goes, in order, into the `main.swift` of the
   document's program, which runs.
-A document may have support declarations of its own in Docs/Support/<document>.swift: the types
-its prose refers to but doesn't define (an `APIClient`, a `.live` value).
+A document defines every type its examples use in a block the reader sees (its last section,
+"The app in these examples"): nothing is compiled that the reader can't paste.
 
 A block that can't compile here says so on the line above its fence, with a reason:
     <!-- not compiled: SwiftUI exists only on Apple platforms -->
@@ -91,10 +91,6 @@ def main():
         if not imports and any(not skip for _, _, skip in found):
             sys.exit(f"check-docs: {relative} shows no import; its first code block should say what to import")
         prelude = "\n".join(imports) + "\n"
-        support = ROOT / "Docs" / "Support" / f"{doc.stem}.swift"
-        if support.exists():
-            library.mkdir(exist_ok=True)
-            shutil.copy(support, library / "Support.swift")
         for number, (line, code, skip) in enumerate(found):
             total += 1
             if skip:
