@@ -3,12 +3,6 @@ import Habitat
 import HabitatTesting
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An app and its extension (a widget, a share extension) on one session: the snapshot and the
 /// lock in a shared directory (an app group's container), the token in a shared secret store (a
 /// keychain access group; here, a secrets directory in the same container). The app rotates the
@@ -70,27 +64,7 @@ import Darwin
     func anAppAndItsExtensionInTwoProcessesMakeOneRefresh() throws {
         let directory = try TemporaryDirectory()
         try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
-        let log = directory.file("refreshes.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let start = directory.file("start")
-        let workers = [
-            sessionWorker("refresh-together", directory.path, log.path, start.path),
-            sessionWorker("extension-wait", directory.path, log.path, start.path),
-        ]
-        let outputs = workers.map { _ in Pipe() }
-        for (worker, output) in zip(workers, outputs) {
-            worker.standardOutput = output
-            try worker.run()
-        }
-        usleep(300_000)   // both are up and waiting for the start
-        _ = FileManager.default.createFile(atPath: start.path, contents: nil)
-        let tokens = outputs.map {
-            String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        for worker in workers { worker.waitUntilExit() }
-        #expect(workers.allSatisfy { $0.terminationStatus == 0 })
-        let refreshes = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "extension-wait"])
         #expect(refreshes.count == 1, "one request to the server, by the app: \(refreshes)")
         #expect(refreshes.allSatisfy { !$0.contains("extension") })
         #expect(tokens[0].hasPrefix("rotated-by-"))

@@ -173,24 +173,7 @@ import Darwin
     func twoProcessesShareOneRefresh() throws {
         let directory = try TemporaryDirectory()
         try sharedSessions(in: directory.url).save(makeEnvironment().loggingIn(user: .ada, token: AuthToken("old")))
-        let log = directory.file("refreshes.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let start = directory.file("start")
-        let workers = (0..<2).map { _ in sessionWorker("refresh-together", directory.path, log.path, start.path) }
-        let outputs = workers.map { _ in Pipe() }
-        for (worker, output) in zip(workers, outputs) {
-            worker.standardOutput = output
-            try worker.run()
-        }
-        usleep(300_000)   // both are up and waiting for the start
-        _ = FileManager.default.createFile(atPath: start.path, contents: nil)
-        let tokens = outputs.map {
-            String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        for worker in workers { worker.waitUntilExit() }
-        #expect(workers.allSatisfy { $0.terminationStatus == 0 })
-        let refreshes = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+        let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "refresh-together"])
         #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
         #expect(tokens[0] == tokens[1], "both end with the same token: \(tokens)")
         #expect(tokens[0].hasPrefix("rotated-by-"))

@@ -111,6 +111,30 @@ func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> S
     }
 }
 
+/// Runs one session worker per command in `commands` on `directory`'s session, all refreshing
+/// once the start file appears, and returns the token each printed and the refreshes made (the
+/// lines of the shared refresh log). Expects every worker to exit 0.
+func refreshTogether(in directory: TemporaryDirectory, _ commands: [String]) throws -> (tokens: [String], refreshes: [Substring]) {
+    let log = directory.file("refreshes.log")
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    let start = directory.file("start")
+    let workers = commands.map { sessionWorker($0, directory.path, log.path, start.path) }
+    let outputs = workers.map { _ in Pipe() }
+    for (worker, output) in zip(workers, outputs) {
+        worker.standardOutput = output
+        try worker.run()
+    }
+    usleep(300_000)   // all are up and waiting for the start
+    _ = FileManager.default.createFile(atPath: start.path, contents: nil)
+    let tokens = outputs.map {
+        String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    for worker in workers { worker.waitUntilExit() }
+    #expect(workers.allSatisfy { $0.terminationStatus == 0 })
+    return (tokens, try String(contentsOf: log, encoding: .utf8).split(separator: "\n"))
+}
+
 /// Appends `line` to the file at `path` with O_APPEND, so two processes' lines never overwrite
 /// each other.
 private func appendLine(_ line: String, to path: String) throws {

@@ -38,6 +38,15 @@ extension EnvironmentStack {
     /// its token still can't be read, nothing is asked and the outcome is
     /// ``SessionRefreshOutcome/awaitingToken``.
     ///
+    /// **Saving.** With autosave on, a new token that could not be saved (a locked secret store)
+    /// gives ``SessionRefreshOutcome/refreshedNotSaved(problem:)``: it is in use, and saved with
+    /// the next change or at ``protectedDataDidBecomeAvailable(for:fileID:line:)``.
+    ///
+    /// **Extensions.** When the autosave store was made with `refreshesTokens: false` (an app
+    /// extension's), `refresh` is never called: the outcome is ``SessionRefreshOutcome/refreshed``
+    /// once the app has saved a newer token, ``SessionRefreshOutcome/waitingForRotation`` until
+    /// then.
+    ///
     /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
     /// that touches its own state.
     ///
