@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatTesting
 import Testing
 
 /// A session store over a JSON file and a secret directory, in the test's own directory.
@@ -163,6 +164,29 @@ struct FileSessions {
             return key == "habitat.session"
         }
         #expect(store.contents["habitat.session"] == Data(stored.utf8))
+    }
+
+    /// A logout or a login whose snapshot can't be written leaves what was saved before: the
+    /// previous session with its own token, nothing half-done.
+    @Test func aFailedLogoutOrLoginSaveLeavesThePreviousSessionWithItsToken() throws {
+        let store = MockKeyValueStore()
+        let secrets = InMemorySecretStore()
+        let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
+        let signedIn = makeEnvironment().loggingIn(user: .ada, token: AuthToken("ada-token"))
+        try sessions.save(signedIn)
+
+        store.failNext()
+        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.loggingOut()) }
+        #expect(try sessions.load()?.session?.token.secret == "ada-token", "the logout took nothing away")
+
+        store.failNext()
+        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.loggingIn(user: .grace, token: AuthToken("grace-token"))) }
+        let after = try #require(try sessions.load())
+        #expect(after.session?.user == .ada)
+        #expect(after.session?.token.secret == "ada-token")
+        let record = try #require(try secrets.secret(forKey: sessions.tokenKey))
+        #expect(String(decoding: record, as: UTF8.self).contains("ada-token"))
+        #expect(!String(decoding: record, as: UTF8.self).contains("grace-token"), "the failed login's token is gone")
     }
 
     @Test func storeFailuresAreWrapped() throws {
