@@ -88,9 +88,10 @@ let operations: [String: (Int) -> Void] = [
         for index in 0..<count {
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
-            var environment = stack.current.loggingIn(user: user, token: AuthToken(token))
-            environment.now = { started }
-            stack.withEnvironment(environment) {
+            stack.withEnvironment({
+                $0.logIn(user: user, token: AuthToken(token))
+                $0.now = { started }
+            }) {
                 sink(stack.current.currentUser?.id ?? 0)
                 sink(stack.current.session?.token.secret.utf8.count ?? 0)
                 sink(Int(stack.current.now().timeIntervalSince1970))

@@ -40,22 +40,37 @@ extension HabitatEnvironment {
     }
 
     /// Signs `user` in, in place; see ``loggingIn(user:token:)``.
+    ///
+    /// What a server's middleware uses in a scope's change closure, so the request's environment
+    /// is made with one copy of the current one:
+    ///
+    /// ```swift
+    /// try await AppEnvironment.withEnvironment({ $0.logIn(user: member, token: token) }) {
+    ///     try await handle(request)
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - user: The user who signed in.
+    ///   - token: The user's credential.
     @inlinable
-    mutating func logIn(user: App.User, token: AuthToken) {
+    public mutating func logIn(user: App.User, token: AuthToken) {
         session = UserSession(user: user, token: token, state: .authenticated)
         applySession()
     }
 
     /// Signs the current user out, in place; see ``loggingOut()``.
     @inlinable
-    mutating func logOut() {
+    public mutating func logOut() {
         session = nil
         applySession()
     }
 
     /// Replaces the signed-in user, in place; see ``updatingCurrentUser(_:)``.
+    /// - Parameter user: The new user data.
+    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the
+    ///   environment is unchanged then.
     @inlinable
-    mutating func updateCurrentUser(_ user: App.User) throws(SessionError) {
+    public mutating func updateCurrentUser(_ user: App.User) throws(SessionError) {
         guard session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
         session?.user = user
         applySession()
