@@ -83,6 +83,22 @@ import Testing
         }
     }
 
+    @Test func inPlaceTransitionsMatchTheCopyingOnesAndTellTheServices() throws {
+        var env = makeEnvironment()
+        env.logIn(user: .ada, token: AuthToken("abc"))
+        #expect(env.session == makeEnvironment().loggingIn(user: .ada, token: AuthToken("abc")).session)
+        #expect(env.services.authorization == "Bearer abc", "services are told, as with loggingIn")
+        try env.updateCurrentUser(TestUser(id: 1, name: "Ada L."))
+        #expect(env.currentUser?.name == "Ada L.")
+        #expect(env.services.userName == "Ada L.")
+        env.logOut()
+        #expect(env.session == nil)
+        #expect(env.services.authorization == nil)
+        let before = env
+        #expect(throws: SessionError.notLoggedIn(operation: "updateCurrentUser")) { try env.updateCurrentUser(.ada) }
+        #expect(env.session == before.session, "nothing changed")
+    }
+
     @Test func sessionErrorNamesTheOperation() {
         let error = SessionError.notLoggedIn(operation: "updateCurrentUser")
         #expect(error.description == "updateCurrentUser needs a signed-in user, but nobody is logged in")
