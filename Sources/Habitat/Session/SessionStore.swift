@@ -38,7 +38,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// Whether stacks saving here may refresh the session. `false` for an app extension that
     /// shares the app's session but leaves rotating its token to the app: its
     /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` only takes a token the
-    /// app saved, and its saves never write back a token older than the saved one.
+    /// app saved, and its saves never write a token the store doesn't already hold (an older
+    /// one, or one from a login made there: sign in from the app). A logout is saved.
     public let refreshesTokens: Bool
     let migrations: [Int: SnapshotMigration]
     let lock: SessionLock
@@ -113,8 +114,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
     /// stay as they were until the token is read.
     ///
-    /// A store made with `refreshesTokens: false` (an extension's) never writes a token older
-    /// than the saved one: when the app has rotated the token, such a save does nothing.
+    /// A store made with `refreshesTokens: false` (an extension's) never writes a token the
+    /// secret store doesn't already hold: when the app has rotated the token or logged out
+    /// (or the extension logged someone in), such a save does nothing.
     ///
     /// - Parameter environment: The environment whose session and config to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
