@@ -14,25 +14,20 @@ import Darwin
 @Suite struct HostileFileSystemTests {
     // MARK: Directories someone else could change
 
-    @Test func aSecretsDirectoryOthersCanWriteIsRefused() throws {
+    /// A directory others can write is refused; a shared sticky one (/tmp) gets advice that
+    /// does no harm: not "make it 0700", but "use a directory of your own".
+    @Test(arguments: [
+        (mode_t(0o777), "it is writable by group or others (mode 777); make it 0700"),
+        (mode_t(0o1777), "it is a shared directory (mode 1777) that others can write to; keep the store in a directory of your own inside it"),
+    ])
+    func aSecretsDirectoryOthersCanWriteIsRefused(mode: mode_t, reason: String) throws {
         let directory = try TemporaryDirectory()
         let secrets = directory.file("secrets")
         try FileManager.default.createDirectory(at: secrets, withIntermediateDirectories: false)
-        chmod(secrets.path, 0o777)
-        #expect(throws: StoreError.untrustedDirectory(
-            path: secrets.path, reason: "it is writable by group or others (mode 777); make it 0700"
-        )) { try FileSecretStore(directory: secrets) }
-    }
-
-    @Test func aSharedStickyDirectoryIsRefusedWithAdviceThatDoesNoHarm() throws {
-        let directory = try TemporaryDirectory()
-        let shared = directory.file("shared-tmp")
-        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
-        chmod(shared.path, 0o1777)
-        #expect(throws: StoreError.untrustedDirectory(
-            path: shared.path,
-            reason: "it is a shared directory (mode 1777) that others can write to; keep the store in a directory of your own inside it"
-        )) { try FileSecretStore(directory: shared) }
+        chmod(secrets.path, mode)
+        #expect(throws: StoreError.untrustedDirectory(path: secrets.path, reason: reason)) {
+            try FileSecretStore(directory: secrets)
+        }
     }
 
     @Test func aSecretsDirectoryThatBecomesWritableIsRefusedOnTheNextRead() throws {

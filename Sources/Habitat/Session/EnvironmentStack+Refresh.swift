@@ -227,15 +227,7 @@ extension EnvironmentStack {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
               let loaded = (try? sessions.load())??.session, loaded.state != .awaitingToken
         else { return false }
-        let committed = withActiveState { state in
-            state.update(FrameOrigin(.restore, at: site)) { environment in
-                guard environment.session?.state == .awaitingToken else { return false }
-                environment.session = loaded
-                environment.applySession()
-                return true
-            }
-        }
-        if committed { didTransition() }
+        _ = settleAwaitingSession(loaded, origin: FrameOrigin(.restore, at: site))
         return true
     }
 

@@ -139,21 +139,26 @@ extension EnvironmentStack {
             return .stillAwaiting(.store(problem))
         }
         let session = loaded?.session
+        guard settleAwaitingSession(session, origin: FrameOrigin(session == nil ? .logout : .restore, fileID: fileID, line: line)) else {
+            return .notAwaiting
+        }
+        return session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
+    }
+
+    /// Replaces a session that awaits its token with `session`, read once the secret store
+    /// could be read (`nil`: logs out). Returns whether the calling task's stack had such a
+    /// session; a session that changed meanwhile is left as it is.
+    func settleAwaitingSession(_ session: UserSession<App.User>?, origin: FrameOrigin) -> Bool {
         let committed = withActiveState { state in
-            state.update(FrameOrigin(session == nil ? .logout : .restore, fileID: fileID, line: line)) { environment in
+            state.update(origin) { environment in
                 guard environment.session?.state == .awaitingToken else { return false }
-                if let session {
-                    environment.session = session
-                    environment.applySession()
-                } else {
-                    environment.logOut()
-                }
+                environment.session = session
+                environment.applySession()
                 return true
             }
         }
-        guard committed else { return .notAwaiting }
-        didTransition()
-        return session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
+        if committed { didTransition() }
+        return committed
     }
 }
 
