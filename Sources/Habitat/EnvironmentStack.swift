@@ -40,6 +40,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let liveScopes = AtomicWord(0)
     /// Scope states whose scopes ended, ready for the next `withEnvironment`.
     @usableFromInline let scopePool = Locked.make([StackState<App>]())
+    /// The live world, for a stack made with ``init(live:preview:fileID:line:)``.
+    @usableFromInline let live: LiveWorld<App>?
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
 
@@ -54,7 +56,69 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     public init(_ base: HabitatEnvironment<App>, fileID: StaticString = #fileID, line: UInt = #line) {
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
         root = StackState(stackID: id, base: base, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
+        live = nil
     }
+
+    /// Creates the app's stack from a description of its live world, built only where it is
+    /// used: in the app, never in a test run or a preview that brings its own.
+    ///
+    /// ```swift
+    /// let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
+    /// ```
+    ///
+    /// Which base the stack gets depends on ``EnvironmentContext/current``:
+    /// - **live** (the app): `live()`, built now, once. Declared in a global `let`, the stack is
+    ///   made on first use, so this is when the app first reads it.
+    /// - **preview**: `preview()` if given, otherwise `live()`.
+    /// - **test**: none. Each test installs its own world (the `.environment` trait, or
+    ///   `EnvironmentTestCase`). A read that finds no test world is reported as a test failure
+    ///   naming the test and saying how to fix it, once per test; so is a read from work that
+    ///   escaped a test's scope (`Task.detached`, a `DispatchQueue` closure). Only then is the
+    ///   live world built, so the test can go on. A test that means to use live values starts
+    ///   its scope from ``liveEnvironment``.
+    ///
+    /// The check costs nothing outside test runs: the app's reads take the same path as a
+    /// stack made with ``init(_:fileID:line:)``, which is never checked.
+    ///
+    /// - Parameters:
+    ///   - live: Builds the live world: real services, the real clock.
+    ///   - preview: Builds the world Xcode previews show, if it differs.
+    ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    public init(
+        live: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>,
+        preview: (@Sendable () -> HabitatEnvironment<App>)? = nil,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        let context = EnvironmentContext.current
+        id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
+        let world = LiveWorld(build: live, fenced: context == .test, fileID: fileID, line: line)
+        self.live = world
+        let origin = FrameOrigin(.base, fileID: fileID, line: line)
+        switch context {
+        case .live:
+            root = StackState(stackID: id, base: world.environment, origin: origin, liveScopes: nil)
+        case .preview:
+            root = StackState(stackID: id, base: preview?() ?? world.environment, origin: origin, liveScopes: nil)
+        case .test:
+            root = StackState(stackID: id, emptyBaseOrigin: origin)
+            // One scope that never ends: every read looks for its task's scope (see `LiveWorld`).
+            liveScopes.wrappingAdd(1, ordering: .acquiringAndReleasing)
+        }
+    }
+
+    /// The live world, built on first use, for a test that means to use live values:
+    /// `.environment(appEnvironment, appEnvironment.liveEnvironment)`.
+    ///
+    /// For a stack made from a value (``init(_:fileID:line:)``), the base it was made with.
+    public var liveEnvironment: HabitatEnvironment<App> {
+        live?.environment ?? root.withGuarded { ($0.below.first ?? $0.top).environment }
+    }
+
+    /// How many times this stack built its live world (0 or 1): for tests that show a test
+    /// run never builds it.
+    package var liveWorldBuilds: Int { live?.builds ?? 0 }
 
     /// How many environments are on the stack (in the calling task's scope, inside one),
     /// counting the base. A new stack, or a new scope, has depth 1.

@@ -70,7 +70,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     ///
     /// - Parameters:
     ///   - services: The app's dependencies.
-    ///   - config: The app's configuration.
+    ///   - config: The app's configuration; ``EnvironmentSchema/defaultConfig`` if omitted.
     ///   - session: The signed-in session; `nil` (the default) means logged out.
     ///   - now: Returns the current date.
     ///   - calendar: The calendar for date arithmetic.
@@ -79,7 +79,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     ///   - uuid: Returns a new UUID.
     public init(
         services: App.Services,
-        config: App.Config,
+        config: App.Config = App.defaultConfig,
         session: UserSession<App.User>? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         calendar: Calendar = .autoupdatingCurrent,

@@ -31,7 +31,8 @@ public import XCTest
 open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
     /// The stack the tests use and the environment each test starts from. Called once per test.
     ///
-    /// Override it; the default reports a test failure saying so, and runs the test unscoped.
+    /// Override it. Returning `nil` (what the default does) means "no test world": the test
+    /// fails, saying this method must be overridden, and runs outside any scope.
     /// - Returns: The app's stack and the environment of the test's scope.
     open func setUpEnvironment() -> (EnvironmentStack<App>, HabitatEnvironment<App>)? {
         nil
@@ -44,8 +45,11 @@ open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
             super.invokeTest()
             return
         }
-        stack.withEnvironment(environment) {
-            super.invokeTest()
+        _ = XCTestWatcher.shared
+        OpenTestScopes.shared.with(name) {
+            stack.withEnvironment(environment) {
+                super.invokeTest()
+            }
         }
     }
 }

@@ -19,6 +19,9 @@ public import Testing
 /// Traits nest in the order Swift Testing applies them: the suite's first, then the test's.
 public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, TestScoping {
     let stack: EnvironmentStack<App>
+    /// A whole environment to start from, built anew for every test; `nil` to start from the
+    /// current one (the suite's, for a test's trait).
+    let environment: (@Sendable () -> HabitatEnvironment<App>)?
     let change: @Sendable (inout HabitatEnvironment<App>) -> Void
 
     /// Applied to every test in a suite, each in its own scope.
@@ -29,8 +32,14 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await stack.withEnvironment(change) {
-            try await function()
+        try await OpenTestScopes.shared.with("\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))") {
+            // NB: a whole environment never reads the stack: in a test run, the stack outside
+            // every test's scope is the live world, which a test must not reach.
+            if let environment {
+                try await stack.withEnvironment(environment()) { try await function() }
+            } else {
+                try await stack.withEnvironment(change) { try await function() }
+            }
         }
     }
 }
@@ -47,7 +56,7 @@ extension Trait {
         _ stack: EnvironmentStack<App>,
         _ change: @escaping @Sendable (inout HabitatEnvironment<App>) -> Void
     ) -> Self where Self == EnvironmentTrait<App> {
-        EnvironmentTrait(stack: stack, change: change)
+        EnvironmentTrait(stack: stack, environment: nil, change: change)
     }
 
     /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
@@ -65,6 +74,6 @@ extension Trait {
         _ stack: EnvironmentStack<App>,
         _ environment: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>
     ) -> Self where Self == EnvironmentTrait<App> {
-        EnvironmentTrait(stack: stack, change: { $0 = environment() })
+        EnvironmentTrait(stack: stack, environment: environment, change: { _ in })
     }
 }

@@ -54,10 +54,10 @@ extension HabitatEnvironment {
     /// ```
     /// - Parameters:
     ///   - services: Usually services whose endpoints are unimplemented.
-    ///   - config: The configuration.
+    ///   - config: The configuration; ``Habitat/EnvironmentSchema/defaultConfig`` if omitted.
     ///   - now: The fixed date; ``TestWorld/date`` by default.
     /// - Returns: The test environment.
-    public static func test(services: App.Services, config: App.Config, now: Date = TestWorld.date) -> Self {
+    public static func test(services: App.Services, config: App.Config = App.defaultConfig, now: Date = TestWorld.date) -> Self {
         HabitatEnvironment(services: services, config: config).inTestWorld(now: now)
     }
 

@@ -68,34 +68,34 @@ import Testing
 
     @Test func valueTransitions() throws {
         let env = makeEnvironment()
-        let inside = env.loggingIn(user: .ada, token: AuthToken("abc"))
+        let inside = env.settingSession(user: .ada, token: AuthToken("abc"))
         #expect(inside.currentUser == .ada)
         #expect(inside.session?.state == .authenticated)
         #expect(inside.services.authorization == "Bearer abc")
-        let renamed = try inside.updatingCurrentUser(TestUser(id: 1, name: "Ada L."))
+        let renamed = try inside.settingCurrentUser(TestUser(id: 1, name: "Ada L."))
         #expect(renamed.currentUser?.name == "Ada L.")
         #expect(renamed.session?.token.secret == "abc")
-        let outside = renamed.loggingOut()
+        let outside = renamed.clearingSession()
         #expect(outside.session == nil)
         #expect(outside.services.authorization == nil)
-        #expect(throws: SessionError.notLoggedIn(operation: "updateCurrentUser")) {
-            try outside.updatingCurrentUser(.ada)
+        #expect(throws: SessionError.notLoggedIn(operation: "setCurrentUser")) {
+            try outside.settingCurrentUser(.ada)
         }
     }
 
     @Test func inPlaceTransitionsMatchTheCopyingOnesAndTellTheServices() throws {
         var env = makeEnvironment()
-        env.logIn(user: .ada, token: AuthToken("abc"))
-        #expect(env.session == makeEnvironment().loggingIn(user: .ada, token: AuthToken("abc")).session)
-        #expect(env.services.authorization == "Bearer abc", "services are told, as with loggingIn")
-        try env.updateCurrentUser(TestUser(id: 1, name: "Ada L."))
+        env.setSession(user: .ada, token: AuthToken("abc"))
+        #expect(env.session == makeEnvironment().settingSession(user: .ada, token: AuthToken("abc")).session)
+        #expect(env.services.authorization == "Bearer abc", "services are told, as with settingSession")
+        try env.setCurrentUser(TestUser(id: 1, name: "Ada L."))
         #expect(env.currentUser?.name == "Ada L.")
         #expect(env.services.userName == "Ada L.")
-        env.logOut()
+        env.clearSession()
         #expect(env.session == nil)
         #expect(env.services.authorization == nil)
         let before = env
-        #expect(throws: SessionError.notLoggedIn(operation: "updateCurrentUser")) { try env.updateCurrentUser(.ada) }
+        #expect(throws: SessionError.notLoggedIn(operation: "setCurrentUser")) { try env.setCurrentUser(.ada) }
         #expect(env.session == before.session, "nothing changed")
     }
 
@@ -127,7 +127,7 @@ import Testing
         let token = AuthToken(secret, expiresAt: expiry)
         var dumped = ""
         dump(token, to: &dumped)
-        let env = makeEnvironment().loggingIn(user: .ada, token: token)
+        let env = makeEnvironment().settingSession(user: .ada, token: token)
         var dumpedEnvironment = ""
         dump(env, to: &dumpedEnvironment)
         let renderings = [

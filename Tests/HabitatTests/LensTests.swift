@@ -5,7 +5,7 @@ import Testing
 @Suite struct LensTests {
     let timeout = Lens(\TestEnvironment.config).appending(Lens(\.timeout))
     let userName = Lens(\TestEnvironment.session).optional(Lens(\.user.name))
-    let loggedIn = makeEnvironment().loggingIn(user: .ada, token: AuthToken("t"))
+    let loggedIn = makeEnvironment().settingSession(user: .ada, token: AuthToken("t"))
 
     @Test(arguments: [0, 1, 30, -5])
     func keyPathLensObeysTheLaws(value: Int) {

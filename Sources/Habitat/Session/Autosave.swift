@@ -158,7 +158,7 @@ extension EnvironmentStack {
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
         // NB: weak, as the stack owns its autosave.
-        autosave.enable(.init(sessions: sessions, onError: onError, read: { [weak self] in self?.root.topEnvironment }))
+        autosave.enable(.init(sessions: sessions, onError: onError, read: { [weak self] in self?.filledRoot.topEnvironment }))
     }
 
     /// Stops saving after changes. Saves already asked for still happen; ``flushAutosave()``

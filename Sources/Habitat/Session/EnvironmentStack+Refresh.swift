@@ -266,7 +266,7 @@ extension EnvironmentStack {
                     }
                     guard environment.session?.token == session.token else { return false }
                     outcome = .ended(expired: expired)
-                    environment.logOut()
+                    environment.clearSession()
                     return true
                 }
             }

@@ -16,7 +16,7 @@ extension EnvironmentStack {
     @inlinable
     public func login(user: App.User, token: AuthToken, fileID: StaticString = #fileID, line: UInt = #line) {
         let origin = FrameOrigin(.login, fileID: fileID, line: line)
-        withActiveState { $0.update(origin) { $0.logIn(user: user, token: token); return true } }
+        withActiveState { $0.update(origin) { $0.setSession(user: user, token: token); return true } }
         didTransition()
     }
 
@@ -37,7 +37,7 @@ extension EnvironmentStack {
             state.update(origin) { environment in
                 ended = environment.session
                 guard ended != nil else { return false }
-                environment.logOut()
+                environment.clearSession()
                 return true
             }
         }
@@ -58,7 +58,8 @@ extension EnvironmentStack {
         let origin = FrameOrigin(.userUpdated, fileID: fileID, line: line)
         try withActiveState { (state) throws(SessionError) in
             try state.update(origin) { (environment) throws(SessionError) in
-                try environment.updateCurrentUser(user)
+                guard environment.session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
+                try environment.setCurrentUser(user)
                 return true
             }
         }
@@ -87,7 +88,7 @@ extension EnvironmentStack {
             try state.update(origin) { (environment) throws(SessionError) in
                 guard var user = environment.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
                 change(&user)
-                try environment.updateCurrentUser(user)
+                try environment.setCurrentUser(user)
                 return true
             }
         }

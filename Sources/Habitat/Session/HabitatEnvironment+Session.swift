@@ -1,51 +1,17 @@
+// The session as a field of a value: an environment with someone signed in, or nobody.
+//
+// NB: these edit a value and record nothing; the stack's `login(user:token:)`, `logout()` and
+// `updateCurrentUser(_:)` are the transitions (a frame, a change, autosave). The names differ
+// on purpose: `setSession` never reads like `login`.
 extension HabitatEnvironment {
-    /// Returns this environment with `user` signed in.
-    ///
-    /// The new session is ``AuthState/authenticated``, and ``SessionDependent`` services receive
-    /// the session. Logging in while someone else is logged in switches to the new user.
-    ///
-    /// - Parameters:
-    ///   - user: The user who signed in.
-    ///   - token: The user's credential.
-    /// - Returns: A copy with the new session.
-    @inlinable
-    public func loggingIn(user: App.User, token: AuthToken) -> Self {
-        var copy = self
-        copy.logIn(user: user, token: token)
-        return copy
-    }
-
-    /// Returns this environment with nobody signed in.
-    ///
-    /// ``SessionDependent`` services are told nobody is signed in.
-    /// - Returns: A copy without a session.
-    @inlinable
-    public func loggingOut() -> Self {
-        var copy = self
-        copy.logOut()
-        return copy
-    }
-
-    /// Returns this environment with the signed-in user replaced by `user`.
-    ///
-    /// The token and the auth state are kept.
-    /// - Parameter user: The updated user.
-    /// - Returns: A copy with the new user.
-    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in.
-    @inlinable
-    public func updatingCurrentUser(_ user: App.User) throws(SessionError) -> Self {
-        var copy = self
-        try copy.updateCurrentUser(user)
-        return copy
-    }
-
-    /// Signs `user` in, in place; see ``loggingIn(user:token:)``.
+    /// Signs `user` in, in place: the session becomes `user` with `token`,
+    /// ``AuthState/authenticated``, and ``SessionDependent`` services receive it.
     ///
     /// What a server's middleware uses in a scope's change closure, so the request's environment
     /// is made with one copy of the current one:
     ///
     /// ```swift
-    /// try await AppEnvironment.withEnvironment({ $0.logIn(user: member, token: token) }) {
+    /// try await appEnvironment.withEnvironment({ $0.setSession(user: member, token: token) }) {
     ///     try await handle(request)
     /// }
     /// ```
@@ -53,28 +19,88 @@ extension HabitatEnvironment {
     ///   - user: The user who signed in.
     ///   - token: The user's credential.
     @inlinable
-    public mutating func logIn(user: App.User, token: AuthToken) {
+    public mutating func setSession(user: App.User, token: AuthToken) {
         session = UserSession(user: user, token: token, state: .authenticated)
         applySession()
     }
 
-    /// Signs the current user out, in place; see ``loggingOut()``.
+    /// Signs the current user out, in place; ``SessionDependent`` services are told nobody is
+    /// signed in.
     @inlinable
-    public mutating func logOut() {
+    public mutating func clearSession() {
         session = nil
         applySession()
     }
 
-    /// Replaces the signed-in user, in place; see ``updatingCurrentUser(_:)``.
+    /// Replaces the signed-in user, in place, keeping the token and the auth state.
     /// - Parameter user: The new user data.
     /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the
     ///   environment is unchanged then.
     @inlinable
-    public mutating func updateCurrentUser(_ user: App.User) throws(SessionError) {
-        guard session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
+    public mutating func setCurrentUser(_ user: App.User) throws(SessionError) {
+        guard session != nil else { throw .notLoggedIn(operation: "setCurrentUser") }
         session?.user = user
         applySession()
     }
+
+    /// Returns a copy with `user` signed in; see ``setSession(user:token:)``.
+    /// - Parameters:
+    ///   - user: The user who signed in.
+    ///   - token: The user's credential.
+    /// - Returns: A copy with the new session.
+    @inlinable
+    public func settingSession(user: App.User, token: AuthToken) -> Self {
+        var copy = self
+        copy.setSession(user: user, token: token)
+        return copy
+    }
+
+    /// Returns a copy with nobody signed in; see ``clearSession()``.
+    /// - Returns: A copy without a session.
+    @inlinable
+    public func clearingSession() -> Self {
+        var copy = self
+        copy.clearSession()
+        return copy
+    }
+
+    /// Returns a copy whose signed-in user is `user`; see ``setCurrentUser(_:)``.
+    /// - Parameter user: The updated user.
+    /// - Returns: A copy with the new user.
+    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in.
+    @inlinable
+    public func settingCurrentUser(_ user: App.User) throws(SessionError) -> Self {
+        var copy = self
+        try copy.setCurrentUser(user)
+        return copy
+    }
+}
+
+// The names before 0.x: one release of grace.
+extension HabitatEnvironment {
+    @available(*, deprecated, renamed: "settingSession(user:token:)")
+    @inlinable
+    public func loggingIn(user: App.User, token: AuthToken) -> Self { settingSession(user: user, token: token) }
+
+    @available(*, deprecated, renamed: "clearingSession()")
+    @inlinable
+    public func loggingOut() -> Self { clearingSession() }
+
+    @available(*, deprecated, renamed: "settingCurrentUser(_:)")
+    @inlinable
+    public func updatingCurrentUser(_ user: App.User) throws(SessionError) -> Self { try settingCurrentUser(user) }
+
+    @available(*, deprecated, renamed: "setSession(user:token:)")
+    @inlinable
+    public mutating func logIn(user: App.User, token: AuthToken) { setSession(user: user, token: token) }
+
+    @available(*, deprecated, renamed: "clearSession()")
+    @inlinable
+    public mutating func logOut() { clearSession() }
+
+    @available(*, deprecated, renamed: "setCurrentUser(_:)")
+    @inlinable
+    public mutating func updateCurrentUser(_ user: App.User) throws(SessionError) { try setCurrentUser(user) }
 }
 
 extension HabitatEnvironment {

@@ -25,7 +25,7 @@ struct SessionModelTests {
 
     @Test func launchRestoresTheSavedSession() async throws {
         let sessions = SessionStore<MainApp>.inMemory()
-        try sessions.save(AppEnvironment.current.loggingIn(user: Account(id: 2, name: "Grace"), token: AuthToken("saved")))
+        try sessions.save(AppEnvironment.current.settingSession(user: Account(id: 2, name: "Grace"), token: AuthToken("saved")))
         let model = SessionModel()
         model.launch(from: sessions)
         #expect(model.status == "Restored")

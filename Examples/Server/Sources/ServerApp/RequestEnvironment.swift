@@ -23,9 +23,9 @@ public struct AppRequestContext: RequestContext {
 /// `AppEnvironment.current`; no other request can see this scope, nor can code outside any
 /// request (it sees the base).
 ///
-/// NB: the scope's change closure signs the member in place (`logIn`), on the scope's own copy
+/// NB: the scope's change closure signs the member in place (`setSession`), on the scope's own copy
 /// of the base: one copy of the environment per request. Building the environment first
-/// (`current.loggingIn(...)`) and passing it costs two more copies; a `login()` inside the scope,
+/// (`current.settingSession(...)`) and passing it costs two more copies; a `login()` inside the scope,
 /// a second frame.
 public struct RequestEnvironmentMiddleware: RouterMiddleware {
     public typealias Context = AppRequestContext
@@ -47,7 +47,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         let started = Date()
         let requestID = request.requestID
         return try await AppEnvironment.withEnvironment({ environment in
-            environment.logIn(user: member, token: AuthToken(token))
+            environment.setSession(user: member, token: AuthToken(token))
             environment.services.requestID = requestID
             environment.services.logger[metadataKey: "request_id"] = "\(requestID)"
             environment.now = { started }

@@ -10,7 +10,8 @@ extension EnvironmentStack {
     @inlinable
     var activeStateUnretained: Unmanaged<StackState<App>> {
         if _fastPath(liveScopes.load(ordering: .acquiring) == 0) { return Unmanaged.passUnretained(root) }
-        return scopedStateUnretained() ?? Unmanaged.passUnretained(root)
+        if let scoped = scopedStateUnretained() { return scoped }
+        return live == nil ? Unmanaged.passUnretained(root) : rootReached()
     }
 
     /// Runs `body` on the state the calling task acts on, without retaining it.

@@ -22,6 +22,13 @@ final class Frame<App: EnvironmentSchema>: ManagedBuffer<FrameHeader, HabitatEnv
         return frame
     }
 
+    /// A frame with no environment yet: a test run's root base before anything reached it.
+    static func makeEmpty(origin: consuming FrameOrigin) -> Frame<App> {
+        var header = Optional(FrameHeader(origin: origin))
+        header?.isEmpty = true
+        return unsafeDowncast(create(minimumCapacity: 1) { _ in header.take()! }, to: Frame<App>.self)
+    }
+
     @inlinable
     deinit {
         // NB: a class's deinit is not specialised for the app: finding the environment's type

@@ -52,6 +52,24 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
         super.init(stackID: stackID)
     }
 
+    /// Creates a stack's state whose base is filled later, by ``fillBaseIfEmpty(_:)``.
+    init(stackID: UInt64, emptyBaseOrigin origin: consuming FrameOrigin) {
+        let top = Frame<App>.makeEmpty(origin: origin)
+        published = AtomicWord(top.address)
+        guarded = Locked.make(Guarded(top: top, counted: false))
+        liveScopes = nil
+        super.init(stackID: stackID)
+    }
+
+    /// Fills an empty base with `environment()`, once; only before anything else used the state.
+    func fillBaseIfEmpty(_ environment: () -> HabitatEnvironment<App>) {
+        guarded.withLock { guarded in
+            guard guarded.below.isEmpty, guarded.top.isEmpty else { return }
+            let origin = guarded.top.origin
+            guarded.top.refill(environment(), origin: origin)
+        }
+    }
+
     @inlinable
     deinit {
         let (subscribers, counted) = guarded.withLock { ($0.feed.subscribers, $0.counted) }

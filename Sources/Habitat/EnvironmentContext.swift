@@ -1,0 +1,65 @@
+import Foundation
+
+/// Where the process runs: the app itself, a test run, or an Xcode preview.
+///
+/// A stack declared with ``EnvironmentStack/init(live:preview:fileID:line:)`` picks its base
+/// by context: the live world in the app, the preview world in a preview, and in a test none
+/// at all, so that a test that forgets to install a test world is told so instead of quietly
+/// talking to live services.
+///
+/// Habitat detects the context once per process: `HABITAT_CONTEXT=live|test|preview` in the
+/// environment decides; otherwise an Xcode preview (`XCODE_RUNNING_FOR_PREVIEWS=1`) is
+/// ``preview``, a test runner (an `.xctest` bundle, `swiftpm-testing-helper`, or the variables
+/// Xcode sets for tests) is ``test``, and anything else is ``live``.
+///
+/// ```swift
+/// if EnvironmentContext.current == .preview { print("rendering a preview") }
+/// ```
+public enum EnvironmentContext: String, Sendable, CaseIterable {
+    /// The app, a command-line tool or a server: live services.
+    case live
+    /// A test run (XCTest or Swift Testing): each test installs its own world.
+    case test
+    /// An Xcode preview: the preview world, if the stack declares one.
+    case preview
+
+    /// The context of this process, detected once.
+    public static let current: EnvironmentContext = detect(
+        environment: ProcessInfo.processInfo.environment,
+        arguments: ProcessInfo.processInfo.arguments
+    )
+
+    /// The context that `environment` and `arguments` describe (the rules of ``current``).
+    package static func detect(environment: [String: String], arguments: [String]) -> EnvironmentContext {
+        if let named = environment["HABITAT_CONTEXT"], let context = EnvironmentContext(rawValue: named.lowercased()) {
+            return context
+        }
+        if environment["XCODE_RUNNING_FOR_PREVIEWS"] == "1" { return .preview }
+        if environment["XCTestConfigurationFilePath"] != nil || environment["XCTestBundlePath"] != nil
+            || environment["XCTestSessionIdentifier"] != nil {
+            return .test
+        }
+        let executable = arguments.first ?? ""
+        if executable.hasSuffix(".xctest") || executable.contains(".xctest/") || executable.hasSuffix("/xctest")
+            || executable.hasSuffix("swiftpm-testing-helper") {
+            return .test
+        }
+        return .live
+    }
+}
+
+/// How the `Habitat` module reaches the test frameworks without importing them: `HabitatTesting`
+/// declares the one conforming type, and a stack that must report a test's read of the live
+/// world finds it by name. Not for apps.
+public protocol _HabitatTestReporting: SendableMetatype {
+    /// The running test's name, if the calling task runs one.
+    static func currentTestName() -> String?
+    /// The tests now running inside an environment scope, with where each scope began.
+    static func openTestScopes() -> [String]
+    /// Records `message` as a failure of the running test (or of the run, outside any test).
+    static func reportFailure(_ message: String, fileID: String, line: UInt)
+}
+
+/// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.
+let testReporter: (any _HabitatTestReporting.Type)? =
+    _typeByName("14HabitatTesting19TestContextReporterO") as? any _HabitatTestReporting.Type

@@ -1,0 +1,92 @@
+/// A stack's live world, built at most once, and, in a test run, the fence that reports reads
+/// that reach it.
+///
+/// NB: the fence costs the app nothing: outside tests a stack builds its live base when the
+/// stack is made (a global `let` is made on first use) and reads never come here. In a test
+/// run the stack's base starts empty, the stack counts one scope that never ends, so every read
+/// looks for the task's scope, and a read that finds none comes here: it is reported, and the
+/// live base is built then, once, so the test can go on.
+// Safe: `built`, `reported` are read and written only with `lock` held; `build` is immutable.
+@usableFromInline
+final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
+    let build: @Sendable () -> HabitatEnvironment<App>
+    let fileID: StaticString
+    let line: UInt
+    /// Whether reads of the base are fenced: a test run, for a stack made with `live:`.
+    @usableFromInline let fenced: Bool
+    private let lock = Lock()
+    private var built: HabitatEnvironment<App>?
+    private var buildCount = 0
+    private var reported: Set<String> = []
+
+    init(build: @escaping @Sendable () -> HabitatEnvironment<App>, fenced: Bool, fileID: StaticString, line: UInt) {
+        self.build = build
+        self.fenced = fenced
+        self.fileID = fileID
+        self.line = line
+    }
+
+    /// The live world, built on the first call.
+    var environment: HabitatEnvironment<App> {
+        lock.withLock {
+            if let built { return built }
+            let environment = build()
+            built = environment
+            buildCount += 1
+            return environment
+        }
+    }
+
+    /// How many times the live world was built: 0 or 1.
+    var builds: Int { lock.withLock { buildCount } }
+
+    /// Reports a read that reached the base in a test run, once per test (or per set of open
+    /// scopes, for work that escaped them).
+    func reportReach(stackDescription: String, openScopes: Int) {
+        let test = testReporter?.currentTestName()
+        let scopes = testReporter?.openTestScopes() ?? []
+        let key: String
+        let message: String
+        let fix = "install a test world with `.environment(stack, .test(services: ...))` on the test or its suite, "
+            + "or `EnvironmentTestCase` in XCTest; a test that means to use live values starts its scope from "
+            + "`stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off"
+        if test == nil, openScopes > 0 {
+            key = "escaped " + scopes.joined(separator: ",")
+            let open = scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"
+            message = "escaped scope: \(stackDescription) was read outside every scope, from work that left its test's task "
+                + "(Task.detached, a DispatchQueue closure)\(open). Capture `stack.current` before leaving the task, "
+                + "or re-enter with `stack.withEnvironment(captured) { ... }`."
+        } else {
+            key = test ?? "outside any test"
+            message = "\(test.map { "test \($0)" } ?? "code outside any test") read the live world of \(stackDescription): "
+                + "no test world is installed. To fix it, \(fix)."
+        }
+        let isNew = lock.withLock { reported.insert(key).inserted }
+        guard isNew else { return }
+        if let testReporter {
+            testReporter.reportFailure(message, fileID: fileID.description, line: line)
+        } else {
+            print("[Habitat] warning: \(message) (link HabitatTesting to fail the test instead)")
+        }
+    }
+}
+
+extension EnvironmentStack {
+    /// The root, for a read or write that found no scope of this stack: in a test run, for a
+    /// stack with a fenced live world, the read is reported and the live base built.
+    @usableFromInline
+    func rootReached() -> Unmanaged<StackState<App>> {
+        if let live, live.fenced {
+            live.reportReach(stackDescription: "the stack made at \(live.fileID):\(live.line)", openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1)
+            root.fillBaseIfEmpty { live.environment }
+        }
+        return Unmanaged.passUnretained(root)
+    }
+
+    /// The root with its base filled, without reporting: for the stack's own machinery
+    /// (autosave) that reads the root on its own threads.
+    var filledRoot: StackState<App> {
+        if let live, live.fenced { root.fillBaseIfEmpty { live.environment } }
+        return root
+    }
+}

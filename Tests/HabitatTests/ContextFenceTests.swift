@@ -1,0 +1,121 @@
+import Foundation
+import HabitatTesting
+import Testing
+
+/// A DI-only app: services and nothing else.
+struct GreeterServices: Sendable {
+    var greet: @Sendable (String) -> String
+}
+
+enum GreeterWorld: EnvironmentSchema {
+    typealias Services = GreeterServices
+}
+
+/// Counts how many times a live world was built.
+final class BuildCounter: @unchecked Sendable {
+    // Safe: `count` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var count = 0
+    var value: Int { lock.withLock { count } }
+    func increment() { lock.withLock { count += 1 } }
+}
+
+let greeterBuilds = BuildCounter()
+/// A stack as an app declares it: its live world described, built only where it is used. Every
+/// test below that uses it installs a test world, so it is never built in a test run.
+let greeterEnvironment = EnvironmentStack<GreeterWorld>(live: {
+    greeterBuilds.increment()
+    return HabitatEnvironment(services: GreeterServices(greet: { "Hello, \($0) (live)" }))
+}())
+
+@Suite struct EnvironmentContextTests {
+    @Test func theVariableDecides() {
+        for context in EnvironmentContext.allCases {
+            #expect(EnvironmentContext.detect(environment: ["HABITAT_CONTEXT": context.rawValue], arguments: ["/x/Pkg.xctest"]) == context)
+        }
+        #expect(EnvironmentContext.detect(environment: ["HABITAT_CONTEXT": "LIVE"], arguments: ["/x/Pkg.xctest"]) == .live)
+    }
+
+    @Test func previewsTestRunnersAndTheRest() {
+        #expect(EnvironmentContext.detect(environment: ["XCODE_RUNNING_FOR_PREVIEWS": "1"], arguments: ["/x/App"]) == .preview)
+        #expect(EnvironmentContext.detect(environment: ["XCTestConfigurationFilePath": "/c"], arguments: ["/x/App"]) == .test)
+        #expect(EnvironmentContext.detect(environment: [:], arguments: ["/x/.build/debug/PkgPackageTests.xctest"]) == .test)
+        #expect(EnvironmentContext.detect(environment: [:], arguments: ["/usr/bin/swiftpm-testing-helper"]) == .test)
+        #expect(EnvironmentContext.detect(environment: [:], arguments: ["/usr/local/bin/my-app"]) == .live)
+        #expect(EnvironmentContext.detect(environment: ["HABITAT_CONTEXT": "nonsense"], arguments: ["/usr/local/bin/my-app"]) == .live)
+    }
+
+    @Test func thisRunIsATestRun() {
+        // CI never sets HABITAT_CONTEXT for the suite.
+        #expect(EnvironmentContext.current == .test)
+    }
+
+    @Test func aSchemaMayNameOnlyItsServices() {
+        let environment = HabitatEnvironment<GreeterWorld>(services: GreeterServices(greet: { $0 }))
+        #expect(environment.config == NoConfig())
+        #expect(environment.session == nil)
+        #expect(GreeterWorld.defaultConfig == NoConfig())
+    }
+}
+
+@Suite(.environment(greeterEnvironment, .test(services: GreeterServices(greet: { "Hi, \($0)" }))))
+struct ContextFenceTests {
+    @Test func aTestWorldIsReadAndTheLiveWorldIsNeverBuilt() async {
+        #expect(greeterEnvironment.current.services.greet("Ada") == "Hi, Ada")
+        await withTaskGroup(of: String.self) { group in
+            group.addTask { greeterEnvironment.current.services.greet("Grace") }
+            for await text in group { #expect(text == "Hi, Grace") }
+        }
+        #expect(greeterBuilds.value == 0, "no test of this run builds the live world")
+        #expect(greeterEnvironment.liveWorldBuilds == 0)
+    }
+
+    @Test func aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            #expect(stack.current.services.greet("Ada") == "live Ada", "the test goes on with the live world")
+            _ = stack.current
+        }
+        #expect(reports.count == 1, "one report per test, however many reads")
+        let message = reports.first
+        #expect(message?.contains("test aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix()") == true)
+        #expect(message?.contains("no test world is installed") == true)
+        #expect(message?.contains(".environment(stack, .test(services:") == true)
+        #expect(stack.liveWorldBuilds == 1, "built when reached, once")
+    }
+
+    @Test func aDetachedReadInsideATestScopeIsAnEscapedScope() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            await stack.withEnvironment(.test(services: GreeterServices(greet: { "test \($0)" }))) {
+                #expect(stack.current.services.greet("Ada") == "test Ada")
+                let escaped = await Task.detached { stack.current.services.greet("Ada") }.value
+                #expect(escaped == "live Ada", "the escaped read reached the base")
+            }
+        }
+        #expect(reports.count == 1)
+        #expect(reports.first?.hasPrefix("escaped scope:") == true)
+        #expect(reports.first?.contains("aDetachedReadInsideATestScopeIsAnEscapedScope()") == true, "names the open test scope")
+    }
+
+    @Test func aTestThatMeansToUseLiveValuesSaysSo() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            stack.withEnvironment(stack.liveEnvironment) {
+                #expect(stack.current.services.greet("Ada") == "live Ada")
+                stack.push { $0.services.greet = { "pushed \($0)" } }
+                #expect(stack.current.services.greet("Ada") == "pushed Ada")
+            }
+        }
+        #expect(reports.isEmpty)
+    }
+
+    @Test func aStackMadeFromAValueIsNeverReported() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(HabitatEnvironment(services: GreeterServices(greet: { "given \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            #expect(stack.current.services.greet("Ada") == "given Ada")
+            #expect(stack.liveEnvironment.services.greet("Ada") == "given Ada")
+        }
+        #expect(reports.isEmpty)
+    }
+}
