@@ -15,13 +15,13 @@
 ///
 /// ```swift
 /// extension AppWorld {
-///     typealias User = Account                    // the signed-in user
-///     typealias Config = RemoteConfig             // server configuration and feature flags
-///     static var defaultConfig: RemoteConfig { RemoteConfig() }
+///     typealias User = Account          // the signed-in user
+///     typealias Config = RemoteConfig   // server configuration and feature flags
 /// }
 /// ```
 ///
-/// `User` defaults to `Never` (nobody ever signs in) and `Config` to ``NoConfig``. Don't name the
+/// `User` defaults to `Never` (nobody ever signs in) and `Config` to ``NoConfig``. When `Config`
+/// conforms to ``DefaultConfig``, environments can be made without naming one. Don't name the
 /// schema after your module (`enum MyApp` in module `MyApp`): `MyApp.Account` would then name a
 /// member of the enum, not the module's type.
 ///
@@ -36,14 +36,6 @@ public protocol EnvironmentSchema: SendableMetatype {
     /// Server or app configuration: feature flags, endpoints, limits. ``NoConfig`` by default.
     associatedtype Config: Codable & Sendable = NoConfig
 
-    /// The configuration an environment starts with when none is given, as in
-    /// `HabitatEnvironment(services: .live)`.
-    ///
-    /// ``NoConfig()`` when `Config` is ``NoConfig``. A schema with a configuration of its own
-    /// declares it (`static var defaultConfig: RemoteConfig { RemoteConfig() }`), or passes
-    /// `config:` wherever it makes an environment; without either, making one without a
-    /// configuration stops the program with a message that says so.
-    static var defaultConfig: Config { get }
 
     /// Returns `services` updated for a new or changed session, or for none after logout.
     ///
@@ -63,14 +55,6 @@ public protocol EnvironmentSchema: SendableMetatype {
 }
 
 extension EnvironmentSchema {
-    /// Stops the program: the schema has a configuration of its own but declares no default.
-    public static var defaultConfig: Config {
-        fatalError(
-            "\(Self.self).Config is \(Config.self), and \(Self.self) declares no defaultConfig: pass `config:` "
-                + "or declare `static var defaultConfig: \(Config.self) { ... }` in \(Self.self)"
-        )
-    }
-
     /// Returns `services` unchanged: services that don't depend on the session.
     @inlinable
     public static func services(_ services: Services, for session: UserSession<User>?) -> Services {
@@ -88,13 +72,23 @@ extension EnvironmentSchema where Services: SessionDependent, Services.User == U
     }
 }
 
-extension EnvironmentSchema where Config == NoConfig {
-    /// ``NoConfig()``: the default of a schema without a configuration.
-    public static var defaultConfig: NoConfig { NoConfig() }
+/// A configuration with a default: `init()` makes the configuration an environment starts
+/// with, so `HabitatEnvironment(services:)` and the test and preview worlds need no `config:`.
+///
+/// A struct whose properties all have default values gets its `init()` for free:
+///
+/// ```swift
+/// struct RemoteConfig: Codable, Sendable, DefaultConfig {
+///     var timeout = 30
+/// }
+/// ```
+public protocol DefaultConfig: Codable, Sendable {
+    /// The default configuration.
+    init()
 }
 
 /// The configuration of an app that keeps none: the default of ``EnvironmentSchema/Config``.
-public struct NoConfig: Codable, Sendable, Hashable {
+public struct NoConfig: DefaultConfig, Hashable {
     /// Creates the empty configuration.
     public init() {}
 }

@@ -20,19 +20,25 @@ extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
         }
     }
 
-    /// The stack's depth, who is signed in on its top, and where the top frame came from (the
-    /// calling task's scope, inside one); never the token.
+    /// The stack's depth, whether someone is signed in on its top, and where the top frame came
+    /// from (the calling task's scope, inside one); never the token, and of the user only the
+    /// `id`, when the app's user type is `Identifiable`, so logs carry no personal data.
     ///
     /// ```swift
-    /// print(AppEnvironment)
-    /// // EnvironmentStack<MyApp>(depth: 1, logged in as Account(id: 1, name: "Ada"), authenticated; top: login at MyApp/LoginModel.swift:40)
+    /// print(appEnvironment)
+    /// // EnvironmentStack<AppWorld>(depth: 1, logged in as id 1, authenticated; top: login at MyApp/LoginModel.swift:40)
     /// ```
     public var description: String {
         let frames = withActiveState { $0.frames }
         let top = frames[frames.count - 1]
-        let session = top.environment.session.map { "logged in as \($0.user), \($0.state)" } ?? "logged out"
+        let session = top.environment.session.map { session in
+            let who = (session.user as? any Identifiable).map { " as id \(Self.identity(of: $0))" } ?? ""
+            return "logged in\(who), \(session.state)"
+        } ?? "logged out"
         return "EnvironmentStack<\(App.self)>(depth: \(frames.count), \(session); top: \(top.origin))"
     }
+
+    private static func identity<User: Identifiable>(of user: User) -> String { "\(user.id)" }
 
     /// What `dump` shows: the depth and the frames, top first, each with its origin, the fields
     /// it changed and its environment (not the storage behind them).

@@ -70,7 +70,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     ///
     /// - Parameters:
     ///   - services: The app's dependencies.
-    ///   - config: The app's configuration; ``EnvironmentSchema/defaultConfig`` if omitted.
+    ///   - config: The app's configuration.
     ///   - session: The signed-in session; `nil` (the default) means logged out.
     ///   - now: Returns the current date.
     ///   - calendar: The calendar for date arithmetic.
@@ -79,7 +79,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     ///   - uuid: Returns a new UUID.
     public init(
         services: App.Services,
-        config: App.Config = App.defaultConfig,
+        config: App.Config,
         session: UserSession<App.User>? = nil,
         now: @escaping @Sendable () -> Date = { Date() },
         calendar: Calendar = .autoupdatingCurrent,
@@ -124,5 +124,36 @@ final class Shared<Value: Sendable>: Sendable {
         var value = value
         change(&value)
         return Shared(value)
+    }
+}
+
+extension HabitatEnvironment where App.Config: DefaultConfig {
+    /// Creates an environment with the default configuration (`App.Config()`): what an app that
+    /// keeps no configuration, or one with a ``DefaultConfig``, writes.
+    ///
+    /// ```swift
+    /// let live = HabitatEnvironment<AppWorld>(services: .live)
+    /// ```
+    /// - Parameters:
+    ///   - services: The app's dependencies.
+    ///   - session: The signed-in session; `nil` (the default) means logged out.
+    ///   - now: Returns the current date.
+    ///   - calendar: The calendar for date arithmetic.
+    ///   - locale: The locale for formatting.
+    ///   - timeZone: The time zone for displaying dates.
+    ///   - uuid: Returns a new UUID.
+    public init(
+        services: App.Services,
+        session: UserSession<App.User>? = nil,
+        now: @escaping @Sendable () -> Date = { Date() },
+        calendar: Calendar = .autoupdatingCurrent,
+        locale: Locale = .autoupdatingCurrent,
+        timeZone: TimeZone = .autoupdatingCurrent,
+        uuid: @escaping @Sendable () -> UUID = { UUID() }
+    ) {
+        self.init(
+            services: services, config: App.Config(), session: session,
+            now: now, calendar: calendar, locale: locale, timeZone: timeZone, uuid: uuid
+        )
     }
 }

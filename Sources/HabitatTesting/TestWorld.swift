@@ -54,10 +54,10 @@ extension HabitatEnvironment {
     /// ```
     /// - Parameters:
     ///   - services: Usually services whose endpoints are unimplemented.
-    ///   - config: The configuration; ``Habitat/EnvironmentSchema/defaultConfig`` if omitted.
+    ///   - config: The configuration.
     ///   - now: The fixed date; ``TestWorld/date`` by default.
     /// - Returns: The test environment.
-    public static func test(services: App.Services, config: App.Config = App.defaultConfig, now: Date = TestWorld.date) -> Self {
+    public static func test(services: App.Services, config: App.Config, now: Date = TestWorld.date) -> Self {
         HabitatEnvironment(services: services, config: config).inTestWorld(now: now)
     }
 
@@ -72,5 +72,21 @@ extension HabitatEnvironment {
         copy.locale = TestWorld.locale
         copy.timeZone = TestWorld.timeZone
         return copy
+    }
+}
+
+extension HabitatEnvironment where App.Config: DefaultConfig {
+    /// An environment for tests with the default configuration: the given services in the
+    /// predictable ``TestWorld``, logged out.
+    ///
+    /// ```swift
+    /// @Test(.environment(appEnvironment, .test(services: AppServices(api: .unimplemented))))
+    /// ```
+    /// - Parameters:
+    ///   - services: Usually services whose endpoints are unimplemented.
+    ///   - now: The fixed date; ``TestWorld/date`` by default.
+    /// - Returns: The test environment.
+    public static func test(services: App.Services, now: Date = TestWorld.date) -> Self {
+        test(services: services, config: App.Config(), now: now)
     }
 }

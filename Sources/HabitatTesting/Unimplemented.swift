@@ -1,4 +1,5 @@
 public import Foundation
+import Testing
 
 /// The error an unimplemented endpoint throws after reporting the failure.
 public struct UnimplementedError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -51,7 +52,7 @@ public func unimplementedEndpoint<each Argument, Result>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async throws -> Result {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
         throw UnimplementedError(endpoint: name)
     }
 }
@@ -74,7 +75,7 @@ public func unimplementedEndpoint<each Argument, Result>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) throws -> Result {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
         throw UnimplementedError(endpoint: name)
     }
 }
@@ -98,7 +99,7 @@ public func unimplementedEndpoint<each Argument, Result: Sendable>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async -> Result {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
         return placeholder
     }
 }
@@ -122,7 +123,7 @@ public func unimplementedEndpoint<each Argument, Result: Sendable>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) -> Result {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
         return placeholder
     }
 }
@@ -143,7 +144,7 @@ public func unimplementedEndpoint<each Argument>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) async -> Void {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
     }
 }
 
@@ -164,7 +165,19 @@ public func unimplementedEndpoint<each Argument>(
     column: UInt = #column
 ) -> @Sendable (repeat each Argument) -> Void {
     { (_: repeat each Argument) in
-        reportTestFailure("\(name) is unimplemented", fileID: fileID, filePath: filePath, line: line, column: column)
+        reportUnimplemented(name, fileID: fileID, filePath: filePath, line: line, column: column)
+    }
+}
+
+/// Reports a call of an unimplemented endpoint: under Swift Testing at the running test's own
+/// line (the stub's line says nothing about which test called it), naming where the stub was
+/// made; elsewhere as ``reportTestFailure(_:fileID:filePath:line:column:)`` does.
+func reportUnimplemented(_ name: String, fileID: String, filePath: StaticString, line: UInt, column: UInt) {
+    let message = "\(name) is unimplemented (stubbed at \(fileID):\(line)): give this test a stub for it"
+    if CapturedTestFailures.current == nil, let test = Test.current {
+        Issue.record(Comment(rawValue: message), sourceLocation: test.sourceLocation)
+    } else {
+        reportTestFailure(message, fileID: fileID, filePath: filePath, line: line, column: column)
     }
 }
 

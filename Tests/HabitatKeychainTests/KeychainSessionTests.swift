@@ -182,7 +182,7 @@ enum KeychainApp: EnvironmentSchema {
         try secrets.setSecret(Data("garbage".utf8), forKey: "habitat.session.token")
         let app = stack()
         let launch = app.restoreAtLaunch(from: sessions)
-        guard case .restored = launch, case .store(.decodingFailed(let key, _)) = launch.problem else {
+        guard case .restoredLoggedOut = launch, case .store(.decodingFailed(let key, _)) = launch.problem else {
             Issue.record("expected a restore with a reported problem, got \(launch)")
             return
         }

@@ -11,6 +11,20 @@ enum GreeterWorld: EnvironmentSchema {
     typealias Services = GreeterServices
 }
 
+/// A schema that adds its user and a configuration with a default in an extension.
+enum DefaultedWorld: EnvironmentSchema {
+    typealias Services = GreeterServices
+}
+
+struct GreeterConfig: Codable, Sendable, DefaultConfig {
+    var timeout = 30
+}
+
+extension DefaultedWorld {
+    typealias User = TestUser
+    typealias Config = GreeterConfig
+}
+
 /// Counts how many times a live world was built.
 final class BuildCounter: @unchecked Sendable {
     // Safe: `count` is read and written only with `lock` held.
@@ -50,11 +64,16 @@ let greeterEnvironment = EnvironmentStack<GreeterWorld>(live: {
         #expect(EnvironmentContext.current == .test)
     }
 
+    @Test func aConfigWithADefaultNeedsNoConfigArgument() {
+        #expect(HabitatEnvironment<DefaultedWorld>(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+        #expect(HabitatEnvironment<DefaultedWorld>.preview(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+        #expect(HabitatEnvironment<DefaultedWorld>.test(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+    }
+
     @Test func aSchemaMayNameOnlyItsServices() {
         let environment = HabitatEnvironment<GreeterWorld>(services: GreeterServices(greet: { $0 }))
         #expect(environment.config == NoConfig())
         #expect(environment.session == nil)
-        #expect(GreeterWorld.defaultConfig == NoConfig())
     }
 }
 
@@ -79,6 +98,7 @@ struct ContextFenceTests {
         #expect(reports.count == 1, "one report per test, however many reads")
         let message = reports.first
         #expect(message?.contains("test aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix()") == true)
+        #expect(message?.contains("reached the live world") == true)
         #expect(message?.contains("no test world is installed") == true)
         #expect(message?.contains(".environment(stack, .test(services:") == true)
         #expect(stack.liveWorldBuilds == 1, "built when reached, once")
@@ -117,5 +137,19 @@ struct ContextFenceTests {
             #expect(stack.liveEnvironment.services.greet("Ada") == "given Ada")
         }
         #expect(reports.isEmpty)
+    }
+}
+
+@Suite struct PreviewWorldTests {
+    @Test func aPreviewWorldStandsStillAndMaySignAFixtureUserIn() {
+        let signedOut = HabitatEnvironment<TestApp>.preview(services: TestServices(label: "preview"), config: TestConfig())
+        #expect(signedOut.now() == Date(timeIntervalSinceReferenceDate: 0))
+        #expect(signedOut.now() == signedOut.now())
+        #expect(signedOut.session == nil)
+        let signedIn = HabitatEnvironment<TestApp>.preview(services: TestServices(), config: TestConfig(timeout: 5), signedInAs: .ada, now: fixedDate)
+        #expect(signedIn.currentUser == .ada)
+        #expect(signedIn.now() == fixedDate)
+        #expect(signedIn.config.timeout == 5)
+        #expect(signedIn.services.authorization == "Bearer preview", "session-dependent services are told")
     }
 }

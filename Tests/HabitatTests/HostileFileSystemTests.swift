@@ -324,3 +324,17 @@ final class ResultBox<R: Sendable>: @unchecked Sendable {
         }
     }
 }
+
+@Suite struct JSONFileStoreURLTests {
+    /// A newcomer's mistake: the store's URL names the directory, not the file in it. Refused at
+    /// once, naming the path, rather than at the first restore.
+    @Test func aDirectoryIsRefusedAtInit() throws {
+        let directory = try TemporaryDirectory()
+        #expect(throws: StoreError.notARegularFile(path: directory.url.standardizedFileURL.path, found: "a directory")) {
+            try JSONFileStore(url: directory.url)
+        }
+        let file = try JSONFileStore(url: directory.file("session.json"))
+        try file.write(["k": Data("1".utf8)])
+        #expect(try JSONFileStore(url: directory.file("session.json")).data(forKey: "k") == Data("1".utf8), "a file is fine")
+    }
+}

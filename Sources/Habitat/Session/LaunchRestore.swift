@@ -1,3 +1,5 @@
+import Foundation
+
 extension EnvironmentStack {
     /// Restores the saved session and configuration at launch, and says what happened instead
     /// of throwing: an app needs no `do`/`catch` to stay alive when the store is damaged.
@@ -34,7 +36,7 @@ extension EnvironmentStack {
             if let problem = snapshot.tokenProblem, snapshot.session?.state == .awaitingToken {
                 return .awaitingToken(snapshot, problem: .store(problem))
             }
-            return .restored(snapshot)
+            return snapshot.session == nil ? .restoredLoggedOut(snapshot) : .restored(snapshot)
         } catch {
             if case .store(.corrupted(_, let movedTo, _)) = error {
                 return .setAside(movedTo: movedTo, problem: error)
@@ -45,10 +47,17 @@ extension EnvironmentStack {
 }
 
 /// What ``EnvironmentStack/restoreAtLaunch(from:fileID:line:)`` found.
-public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
-    /// The saved state is back; its session, if any, is ``AuthState/restored`` until a refresh.
-    /// When the stored token was damaged, the session is `nil` and ``problem`` says so.
+///
+/// `print(launch)` gives one line that names no user data: `restored a session (restored)`,
+/// `restored, logged out`, `nothing saved`, `awaiting the token: ...`, `set aside to PATH: ...`,
+/// `failed: ...`.
+public enum LaunchRestore<App: EnvironmentSchema>: Sendable, CustomStringConvertible {
+    /// The saved session is back, ``AuthState/restored`` until a refresh, with the saved
+    /// configuration.
     case restored(SessionSnapshot<App>)
+    /// The saved configuration is back, with nobody signed in: the last run logged out, or the
+    /// stored token was damaged (``problem`` says so, and the damaged token is left in place).
+    case restoredLoggedOut(SessionSnapshot<App>)
     /// The saved state is back, but the secret store couldn't be read, or couldn't be trusted to
     /// say "not found" yet (`problem` says why): the session is ``AuthState/awaitingToken``,
     /// with the user's data and no token yet, and nothing is written or deleted. Call
@@ -66,13 +75,25 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// session may still be good.
     case failed(SnapshotError)
 
+    /// One line for logs, without any user data.
+    public var description: String {
+        switch self {
+        case .restored(let snapshot): "restored a session (\(snapshot.session?.state.rawValue ?? "-"))"
+        case .restoredLoggedOut(let snapshot): "restored, logged out" + (snapshot.tokenProblem.map { ": \($0.localizedDescription)" } ?? "")
+        case .nothingSaved: "nothing saved"
+        case .awaitingToken(_, let problem): "awaiting the token: \(problem.localizedDescription)"
+        case .setAside(let movedTo, let problem): "set aside to \(movedTo): \(problem.localizedDescription)"
+        case .failed(let problem): "failed: \(problem.localizedDescription)"
+        }
+    }
+
     /// What went wrong, if anything did: `nil` after ``nothingSaved``, and after
-    /// ``restored(_:)`` unless the stored token was damaged (the snapshot's
+    /// ``restored(_:)`` or ``restoredLoggedOut(_:)`` unless the stored token was damaged (the snapshot's
     /// ``SessionSnapshot/tokenProblem``: the app starts logged out and the damaged token is left
     /// in place).
     public var problem: SnapshotError? {
         switch self {
-        case .restored(let snapshot): snapshot.tokenProblem.map { .store($0) }
+        case .restored(let snapshot), .restoredLoggedOut(let snapshot): snapshot.tokenProblem.map { .store($0) }
         case .nothingSaved: nil
         case .awaitingToken(_, let problem), .setAside(_, let problem), .failed(let problem): problem
         }
@@ -81,7 +102,7 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable {
     /// The restored snapshot, if any (after ``restored(_:)`` and ``awaitingToken(_:problem:)``).
     public var snapshot: SessionSnapshot<App>? {
         switch self {
-        case .restored(let snapshot), .awaitingToken(let snapshot, _): snapshot
+        case .restored(let snapshot), .restoredLoggedOut(let snapshot), .awaitingToken(let snapshot, _): snapshot
         case .nothingSaved, .setAside, .failed: nil
         }
     }

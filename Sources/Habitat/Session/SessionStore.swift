@@ -85,6 +85,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     }
 
     /// A session store that keeps everything in memory, for tests and previews.
+    ///
+    /// Public because previews are app code: a preview's services save sessions here and
+    /// nothing reaches the disk.
     /// - Returns: A store over a new ``InMemoryStore`` and ``InMemorySecretStore``.
     public static func inMemory() -> Self {
         SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())

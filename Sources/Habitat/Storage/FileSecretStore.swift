@@ -48,7 +48,7 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     /// - Parameter key: The secret's name.
     /// - Returns: The file's URL; the name is `key` with anything but letters, digits, `.`, `-`
     ///   and `_` percent-encoded.
-    public func fileURL(forKey key: String) -> URL {
+    package func fileURL(forKey key: String) -> URL {
         URL(fileURLWithPath: path(forKey: key))
     }
 

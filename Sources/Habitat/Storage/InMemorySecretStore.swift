@@ -18,7 +18,7 @@ public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
     }
 
     /// The names of the secrets held, for assertions.
-    public var keys: [String] {
+    package var keys: [String] {
         lock.withLock { Array(secrets.keys) }
     }
 }

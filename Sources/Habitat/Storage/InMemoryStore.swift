@@ -34,7 +34,7 @@ public final class InMemoryStore: KeyValueStore, @unchecked Sendable {
     }
 
     /// Everything in the store, for assertions.
-    public var contents: [String: Data] {
+    package var contents: [String: Data] {
         lock.withLock { values }
     }
 }

@@ -67,13 +67,16 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     ///   - maximumFileSize: The largest document to read or write, in bytes; 16 MiB by default.
     /// - Throws: ``StoreError/missingDirectory(path:)`` when the directory is missing and may not
     ///   be created, ``StoreError/unwritable(path:reason:)`` when it can't be created,
-    ///   ``StoreError/untrustedDirectory(path:reason:)`` when someone else could change it.
+    ///   ``StoreError/untrustedDirectory(path:reason:)`` when someone else could change it,
+    ///   ``StoreError/notARegularFile(path:found:)`` when `url` names a directory: the store is a
+    ///   file, such as `session.json` in a directory.
     public init(url: URL, createDirectory: Bool = true, maximumFileSize: Int = defaultMaximumFileSize) throws(StoreError) {
         self.url = url.standardizedFileURL
         self.path = self.url.path
         self.lockPath = self.url.path + ".lock"
         self.directoryPath = self.url.deletingLastPathComponent().path
         self.maximumFileSize = maximumFileSize
+        try FileSystem.checkNotADirectory(path)
         try FileSystem.ensureDirectory(self.url.deletingLastPathComponent(), create: createDirectory)
         if FileSystem.hasTemporaries(in: directoryPath) {
             // Under the writers' lock, so no live writer's file is taken for a dead one's. A
@@ -109,9 +112,10 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         }
     }
 
-    /// Every key and value in the document.
+    /// Every key and value in the document: for the fuzzer and the tests, which check what a
+    /// write left (`@_spi(Testing) import Habitat`); apps read keys with ``data(forKey:)``.
     /// - Throws: ``StoreError`` when the file can't be read or is corrupted.
-    public func readDocument() throws(StoreError) -> [String: Data] {
+    @_spi(Testing) public func readDocument() throws(StoreError) -> [String: Data] {
         // NB: a read takes no file lock. Writers replace the file by `rename`, so a reader sees
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have

@@ -57,8 +57,8 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
                 + "(Task.detached, a DispatchQueue closure)\(open). Capture `stack.current` before leaving the task, "
                 + "or re-enter with `stack.withEnvironment(captured) { ... }`."
         } else {
-            key = test ?? "outside any test"
-            message = "\(test.map { "test \($0)" } ?? "code outside any test") read the live world of \(stackDescription): "
+            key = test ?? "outside every test's scope"
+            message = "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached the live world of \(stackDescription): "
                 + "no test world is installed. To fix it, \(fix)."
         }
         let isNew = lock.withLock { reported.insert(key).inserted }

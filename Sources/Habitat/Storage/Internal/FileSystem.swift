@@ -116,6 +116,14 @@ enum FileSystem {
         return (fd, Int(status.st_size))
     }
 
+    /// Throws when a directory is at `path` (a store's URL naming its directory, not its file).
+    /// Other kinds of file are refused when read or written, where a planted one is met.
+    static func checkNotADirectory(_ path: String) throws(StoreError) {
+        var status = stat()
+        guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return }
+        throw .notARegularFile(path: path, found: describeKind(S_IFDIR))
+    }
+
     private static func describeKind(_ kind: mode_t) -> String {
         switch kind {
         case S_IFDIR: "a directory"
