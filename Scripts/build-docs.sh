@@ -48,5 +48,16 @@ PY
     echo "$module: $warnings warning(s) -> $out/$module.doccarchive"
     echo "  to read it in a browser: $docc preview Sources/$module/$module.docc --additional-symbol-graph-dir $module_graphs (then open the URL it prints)"
     if [ "$warnings" != 0 ]; then grep -E "warning|error" "$log" | head -40; status=1; fi
+    # The public surface: every documented symbol, underscored ones and SPI left out.
+    python3 - "$module_graphs" "$module" <<'PY'
+import json, pathlib, sys
+graphs, module = pathlib.Path(sys.argv[1]), sys.argv[2]
+count = 0
+for graph in graphs.glob("*.symbols.json"):
+    for symbol in json.load(open(graph))["symbols"]:
+        if not any(part.startswith("_") for part in symbol["pathComponents"]) and "spi" not in symbol:
+            count += 1
+print(f"  {module}: {count} public symbols")
+PY
 done
 exit $status

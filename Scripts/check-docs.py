@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Compiles every ```swift block of README.md and the DocC articles, and runs most of them.
+"""Compiles every ```swift block of README.md and the DocC articles in the target it says it goes in.
 
-Each document is one program, its blocks in order:
-- a block with tests (@Test, @Suite, XCTestCase, EnvironmentTestCase) goes to the document's
-  test target, and runs with `swift test`; it compiles with its own imports only, as pasted into
-  a test target, and must import the app module as `@testable import MyApp` (the check points
-  that at the document's module);
-- a block of declarations only (types, extensions, functions, globals) goes to the document's
-  library, one file per block;
-- any other block (statements at the top level) goes, in order, into the `main.swift` of the
-  document's program, which runs.
-A document defines every type its examples use in a block the reader sees (its last section,
-"The app in these examples"): nothing is compiled that the reader can't paste.
+The docs describe one app, `Examples/QuickStart`: an app target `MyApp` (Sources/MyApp), an
+executable `my-app` (Sources/my-app/main.swift) and a test target `MyAppTests`
+(Tests/MyAppTests). Every block says where it goes in the paragraph just above it, by naming a
+file of that layout in backticks:
 
-A block that can't compile here says so on the line above its fence, with a reason:
+    The services, in `Sources/MyApp/AppServices.swift` (the app target):
+
+and the check puts it there:
+- README.md is the QuickStart: each of its blocks must be in the file it names, verbatim, and the
+  QuickStart package is built, tested, and run twice (the second run must restore the first's
+  session);
+- an article's blocks are compiled against a copy of the QuickStart app, one package target per
+  role: blocks for `Sources/MyApp/...` join the app module (a block naming a file the QuickStart
+  has must be in it, verbatim), blocks for `Tests/MyAppTests/...` go to a test target that imports
+  the app as `@testable import MyApp` (written so; the check points it at the copy) and runs, and
+  blocks for `Sources/my-app/main.swift` make a program that runs.
+App blocks never import a test framework or HabitatTesting; test blocks always import the app.
+
+A block that can't compile here says so on the line above its fence, with a reason, and is the
+only kind that may name no file:
     <!-- not compiled: SwiftUI exists only on Apple platforms -->
-Any other block that fails to compile, to run, or whose tests fail, fails this script.
+Any other block that names no file, fails to compile or run, or whose tests fail, fails this script.
 
-    python3 Scripts/check-docs.py            # generate .build-docs/, build, run, test
+    python3 Scripts/check-docs.py
 """
 import os
 import pathlib
@@ -28,47 +35,73 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / ".build-docs"
+QUICKSTART = ROOT / "Examples" / "QuickStart"
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "Sources").glob("*/*.docc/**/*.md"))
 SKIP = re.compile(r"<!--\s*not compiled:\s*(\S.*?)\s*-->")
-TEST = re.compile(r"@Test\b|@Suite\b|XCTestCase\b|EnvironmentTestCase<")
-DECLARATION = re.compile(
-    r"^(import|@testable|struct|enum|final|class|actor|protocol|extension|func|let|var|typealias|"
-    r"nonisolated|public|private|fileprivate|internal|@|//|#if|#else|#endif|\}|$)"
-)
+PLACED = re.compile(r"`((Sources|Tests)/([^/`]+)/([^`]+\.swift))`")
+ROLES = {"MyApp": "app", "MyAppTests": "test", "my-app": "main"}
+TEST_ONLY = re.compile(r"^(@testable )?import (Testing|XCTest|HabitatTesting)\b", re.M)
+
+
+def fail(message):
+    sys.exit(f"check-docs: {message}")
 
 
 def blocks(path):
-    """(line number, code, skip reason or None) for every ```swift block of `path`."""
+    """(line, code, skip reason or None, placement path or None) for every ```swift block."""
     lines = path.read_text().splitlines()
     found = []
     index = 0
     while index < len(lines):
         if lines[index].strip() == "```swift":
-            above = next((l for l in reversed(lines[:index]) if l.strip()), "")
-            skip = SKIP.search(above)
+            above = index - 1
+            while above >= 0 and not lines[above].strip():
+                above -= 1
+            skip = SKIP.search(lines[above]) if above >= 0 else None
+            paragraph = []
+            while above >= 0 and lines[above].strip():
+                paragraph.insert(0, lines[above])
+                above -= 1
+            places = PLACED.findall(" ".join(paragraph))
             end = index + 1
             while end < len(lines) and lines[end].strip() != "```":
                 end += 1
-            found.append((index + 1, "\n".join(lines[index + 1:end]), skip.group(1) if skip else None))
+            code = "\n".join(lines[index + 1:end])
+            found.append((index + 1, code, skip.group(1) if skip else None, places[-1] if places else None))
             index = end
         index += 1
     return found
 
 
-def kind(code):
-    if TEST.search(code):
-        return "test"
-    depth = 0
-    for line in code.splitlines():
-        if depth == 0 and not DECLARATION.match(line):
-            return "statements"
-        depth += sum(line.count(c) for c in "{([") - sum(line.count(c) for c in "})]")
-    return "declarations"
-
-
 def module_name(path):
     stem = "Readme" if path.name == "README.md" else path.stem
     return "Doc" + re.sub(r"[^A-Za-z0-9]", "", stem)
+
+
+def run(*command, cwd):
+    print("$", " ".join(command), flush=True)
+    result = subprocess.run(command, cwd=cwd)
+    if result.returncode != 0:
+        fail(f"`{' '.join(command)}` failed in {cwd}")
+
+
+def check_placement(relative, line, code, place):
+    path, _, target, _ = place
+    role = ROLES.get(target)
+    if role is None:
+        fail(f"{relative}:{line}: `{path}` is not in the app's layout (Sources/MyApp, Sources/my-app, Tests/MyAppTests)")
+    if role in ("app", "main") and TEST_ONLY.search(code):
+        fail(f"{relative}:{line}: app code imports a test framework; test-only code goes in Tests/MyAppTests")
+    if role == "test" and not re.search(r"^@testable import MyApp\b", code, re.M):
+        fail(f"{relative}:{line}: a test block must import the app as a test target does (`@testable import MyApp`)")
+    if role == "main" and path != "Sources/my-app/main.swift":
+        fail(f"{relative}:{line}: the executable's code goes in Sources/my-app/main.swift")
+    return role, path
+
+
+def in_quickstart(path, code):
+    file = QUICKSTART / path
+    return file.exists() and code.strip() in file.read_text()
 
 
 def main():
@@ -77,61 +110,72 @@ def main():
             if child.name != ".build":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
     OUT.mkdir(exist_ok=True)
-    targets, programs, skipped, total = [], [], [], 0
+    targets, programs, skipped, report, total = [], [], [], [], 0
+    app_sources = sorted((QUICKSTART / "Sources" / "MyApp").glob("*.swift"))
     for doc in DOCS:
         found = blocks(doc)
         if not found:
             continue
-        name = module_name(doc)
         relative = doc.relative_to(ROOT)
-        library, program, tests = OUT / name, OUT / f"{name}Program", OUT / f"{name}Tests"
-        statements = []
-        # A document is one program: every file of it sees the imports its blocks show.
-        imports = sorted({m for _, code, skip in found if not skip for m in re.findall(r"^import \w+$", code, re.M)})
-        if not imports and any(not skip for _, _, skip in found):
-            sys.exit(f"check-docs: {relative} shows no import; its first code block should say what to import")
-        prelude = "\n".join(imports) + "\n"
-        for number, (line, code, skip) in enumerate(found):
+        name = module_name(doc)
+        app, tests, program = OUT / f"{name}App", OUT / f"{name}Tests", OUT / f"{name}Program"
+        main_code = []
+        for number, (line, code, skip, place) in enumerate(found):
             total += 1
             if skip:
                 skipped.append(f"{relative}:{line} ({skip})")
+                report.append(f"  {relative}:{line}: not compiled ({skip})")
+                continue
+            if place is None:
+                fail(f"{relative}:{line}: the block says neither where it goes (name its file in backticks in the "
+                     "paragraph above, such as `Sources/MyApp/Greeting.swift`) nor why it isn't compiled")
+            role, path = check_placement(relative, line, code, place)
+            if doc.name == "README.md":
+                if not in_quickstart(path, code):
+                    fail(f"{relative}:{line}: the block is not in Examples/QuickStart/{path}, verbatim")
+                report.append(f"  {relative}:{line}: {path}: in Examples/QuickStart, verbatim")
+                continue
+            if role == "app" and (QUICKSTART / path).exists():
+                if not in_quickstart(path, code):
+                    fail(f"{relative}:{line}: Examples/QuickStart/{path} exists, and the block is not in it verbatim")
+                report.append(f"  {relative}:{line}: {path}: in Examples/QuickStart, verbatim")
                 continue
             header = f"// {relative}:{line}\n"
-            what = kind(code)
-            if what == "declarations":
-                library.mkdir(exist_ok=True)
-                (library / f"Block{number:02}.swift").write_text(prelude + header + code + "\n")
-            elif what == "statements":
-                statements.append(header + code)
-            else:
-                # A test block compiles as a reader pastes it into a test target: with its own
-                # imports only, the app module's among them (written `MyApp`, the docs' app).
-                if not re.search(r"^(@testable )?import MyApp\b", code, re.M):
-                    sys.exit(f"check-docs: {relative}:{line}: a test block must import the app module "
-                             "(`@testable import MyApp`), as a test target does")
-                code = re.sub(r"^(@testable )?import MyApp\b", rf"\1import {name}", code, flags=re.M)
+            if role == "app":
+                app.mkdir(exist_ok=True)
+                file = app / pathlib.Path(path).name
+                file.write_text((file.read_text() + "\n" if file.exists() else "") + header + code + "\n")
+                report.append(f"  {relative}:{line}: {path}: compiled in the app target {name}App")
+            elif role == "test":
                 tests.mkdir(exist_ok=True)
+                code = re.sub(r"^@testable import MyApp\b", f"@testable import {name}App", code, flags=re.M)
                 (tests / f"Block{number:02}.swift").write_text(header + code + "\n")
-        if not library.exists():
-            library.mkdir()
-            (library / "Empty.swift").write_text("// This document declares nothing of its own.\n")
-        targets.append(f'        .target(name: "{name}", dependencies: [habitat, testing, keychain], path: "{name}"),')
-        if statements:
+                report.append(f"  {relative}:{line}: {path}: compiled and run in the test target {name}Tests")
+            else:
+                main_code.append(header + re.sub(r"^import MyApp\b", f"import {name}App", code, flags=re.M))
+                report.append(f"  {relative}:{line}: {path}: compiled and run in the program {name}Program")
+        if doc.name == "README.md":
+            continue
+        app.mkdir(exist_ok=True)
+        for source in app_sources:
+            shutil.copy(source, app / source.name) if not (app / source.name).exists() else None
+        targets.append(f'        .target(name: "{name}App", dependencies: [habitat, keychain], path: "{name}App"),')
+        if main_code:
             program.mkdir(exist_ok=True)
-            body = re.sub(r"^import \w+$\n?", "", "\n\n".join(statements), flags=re.M)
-            (program / "main.swift").write_text(f"@testable import {name}\n" + prelude + "\n" + body + "\n")
-            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}", habitat, keychain], path: "{name}Program"),')
+            (program / "main.swift").write_text("\n\n".join(main_code) + "\n")
+            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}App", habitat, keychain], path: "{name}Program"),')
             programs.append(f"{name}Program")
         if tests.exists():
-            targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}", testing], path: "{name}Tests"),')
+            targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}App", testing], path: "{name}Tests"),')
 
+    package = ROOT.name.lower()
     (OUT / "Package.swift").write_text(f'''// swift-tools-version:6.2
 // Generated by Scripts/check-docs.py from the documentation's code blocks. Do not edit.
 import PackageDescription
 
-let habitat: Target.Dependency = .product(name: "Habitat", package: "{ROOT.name.lower()}")
-let testing: Target.Dependency = .product(name: "HabitatTesting", package: "{ROOT.name.lower()}")
-let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{ROOT.name.lower()}")
+let habitat: Target.Dependency = .product(name: "Habitat", package: "{package}")
+let testing: Target.Dependency = .product(name: "HabitatTesting", package: "{package}")
+let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{package}")
 
 let package = Package(
     name: "DocSnippets",
@@ -143,27 +187,35 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 ''')
-    print(f"docs: {total} swift blocks, {total - len(skipped)} compiled, {len(skipped)} marked not compiled:")
-    for line in skipped:
-        print(f"  - {line}")
+    print(f"docs: {total} swift blocks, {total - len(skipped)} compiled where they say they go, {len(skipped)} marked not compiled:")
+    print("\n".join(report), flush=True)
 
-    def run(*command):
-        print("$", " ".join(command), flush=True)
-        result = subprocess.run(command, cwd=OUT)
-        if result.returncode != 0:
-            sys.exit(f"check-docs: `{' '.join(command)}` failed")
-
-    run("swift", "build", "--build-tests", "-Xswiftc", "-warnings-as-errors")
-    # NB: the programs save sessions where apps do (Application Support, which is $XDG_DATA_HOME
-    # on Linux): give them a home of their own rather than the user's.
+    # The README's app: built, tested, and run twice from a fresh data directory.
+    run("swift", "build", "--build-tests", "-Xswiftc", "-warnings-as-errors", cwd=QUICKSTART)
+    run("swift", "test", "--skip-build", cwd=QUICKSTART)
     home = OUT / "home"
-    home.mkdir(exist_ok=True)
-    os.environ["HOME"] = str(home)
-    os.environ["XDG_DATA_HOME"] = str(home / "data")
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    environment = dict(os.environ, TMPDIR=str(home), HOME=str(home), XDG_DATA_HOME=str(home / "data"))
+    outputs = []
+    for _ in range(2):
+        result = subprocess.run(["swift", "run", "--skip-build", "my-app"], cwd=QUICKSTART, env=environment,
+                                capture_output=True, text=True)
+        print(result.stdout, end="")
+        if result.returncode != 0:
+            fail(f"my-app failed: {result.stderr}")
+        outputs.append(result.stdout)
+    if not outputs[0].startswith("nothing saved") or not outputs[1].startswith("restored a session"):
+        fail("my-app's second run did not restore the first run's session")
+
+    # The articles, against copies of the app.
+    run("swift", "build", "--build-tests", "-Xswiftc", "-warnings-as-errors", cwd=OUT)
+    os.environ.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"))
     for program in programs:
-        run("swift", "run", "--skip-build", program)
-    run("swift", "test", "--skip-build")
-    print(f"docs: {total - len(skipped)} blocks compiled without warnings; {len(programs)} programs ran; the tests passed")
+        run("swift", "run", "--skip-build", program, cwd=OUT)
+    run("swift", "test", "--skip-build", cwd=OUT)
+    print(f"docs: {total - len(skipped)} blocks compiled where they say they go, without warnings; "
+          f"the QuickStart ran twice; {len(programs)} article programs ran; the tests passed")
 
 
 if __name__ == "__main__":

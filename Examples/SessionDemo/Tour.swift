@@ -47,9 +47,10 @@ extension APIClient {
     static let mock = APIClient(name: "mock", fetchGreeting: { _ in "Hello from the mock" })
 }
 
-// The app's one global stack.
-let AppEnvironment = EnvironmentStack<TourApp>(
-    HabitatEnvironment(services: AppServices(api: .live), config: RemoteConfig())
+// The app's one global stack: its live world, built on first use. (A fixed locale, so the tour
+// prints the same on every machine.)
+let appEnvironment = EnvironmentStack<TourApp>(
+    live: HabitatEnvironment(services: AppServices(api: .live), config: RemoteConfig(), locale: Locale(identifier: "en_US"))
 )
 
 func describe(_ env: HabitatEnvironment<TourApp>) -> String {
@@ -63,41 +64,41 @@ func describe(_ env: HabitatEnvironment<TourApp>) -> String {
 func runTour() async throws {
 
     // Subscribe first: a stream sees the changes made after it was created.
-    let changes = AppEnvironment.changes
+    let changes = appEnvironment.changes
 
-    print("live:      \(describe(AppEnvironment.current))")
-    print("greeting:  \(AppEnvironment.current.services.api.fetchGreeting(AppEnvironment.current.services.api.token))")
+    print("live:      \(describe(appEnvironment.current))")
+    print("greeting:  \(appEnvironment.current.services.api.fetchGreeting(appEnvironment.current.services.api.token))")
 
-    AppEnvironment.push { $0.services.api = .mock }
-    AppEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
-    print("mocked:    \(describe(AppEnvironment.current))")
-    print("greeting:  \(AppEnvironment.current.services.api.fetchGreeting(nil))")
-    AppEnvironment.pop()
-    AppEnvironment.pop()
-    print("popped:    \(describe(AppEnvironment.current))")
-    print("pop base:  \(AppEnvironment.pop() == nil ? "refused, the base stays" : "popped?!")")
+    appEnvironment.push { $0.services.api = .mock }
+    appEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
+    print("mocked:    \(describe(appEnvironment.current))")
+    print("greeting:  \(appEnvironment.current.services.api.fetchGreeting(nil))")
+    appEnvironment.pop()
+    appEnvironment.pop()
+    print("popped:    \(describe(appEnvironment.current))")
+    print("pop base:  \(appEnvironment.pop() == nil ? "refused, the base stays" : "popped?!")")
 
     let token = AuthToken("tour-secret-token", expiresAt: Date().addingTimeInterval(3600))
-    AppEnvironment.login(user: Account(id: 1, name: "Ada"), token: token)
-    print("logged in: \(describe(AppEnvironment.current)), token \(AppEnvironment.current.services.api.token.map(String.init(describing:)) ?? "none")")
-    print("greeting:  \(AppEnvironment.current.services.api.fetchGreeting(AppEnvironment.current.services.api.token))")
-    try AppEnvironment.updateCurrentUser { $0.name = "Ada Lovelace" }
-    AppEnvironment.updateConfig { $0.features.insert("new-onboarding") }
+    appEnvironment.login(user: Account(id: 1, name: "Ada"), token: token)
+    print("logged in: \(describe(appEnvironment.current)), token \(appEnvironment.current.services.api.token.map(String.init(describing:)) ?? "none")")
+    print("greeting:  \(appEnvironment.current.services.api.fetchGreeting(appEnvironment.current.services.api.token))")
+    try appEnvironment.updateCurrentUser { $0.name = "Ada Lovelace" }
+    appEnvironment.updateConfig { $0.features.insert("new-onboarding") }
 
     // A scoped override: only this task sees it, and its writes stay inside.
-    AppEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
-        AppEnvironment.logout()
-        print("in scope:  \(describe(AppEnvironment.current))")
+    appEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
+        appEnvironment.logout()
+        print("in scope:  \(describe(appEnvironment.current))")
     }
-    print("after it:  \(describe(AppEnvironment.current))")
+    print("after it:  \(describe(appEnvironment.current))")
 
-    AppEnvironment.logout()
+    appEnvironment.logout()
     do {
-        try AppEnvironment.updateCurrentUser { $0.name = "nobody" }
+        try appEnvironment.updateCurrentUser { $0.name = "nobody" }
     } catch {
         print("error:     \(error)")
     }
-    print("logged out: \(describe(AppEnvironment.current))")
+    print("logged out: \(describe(appEnvironment.current))")
 
     print("\nThe change stream saw, in order:")
     for await change in changes.prefix(8) {

@@ -4,7 +4,7 @@
 /// exactly once to every subscriber.
 ///
 /// ```swift
-/// for await change in AppEnvironment.changes where change.kind == .logout {
+/// for await change in appEnvironment.changes where change.kind == .logout {
 ///     print("\(change.old.currentUser?.name ?? "?") logged out")
 /// }
 /// ```

@@ -52,12 +52,9 @@ public enum EnvironmentContext: String, Sendable, CaseIterable {
 /// declares the one conforming type, and a stack that must report a test's read of the live
 /// world finds it by name. Not for apps.
 public protocol _HabitatTestReporting: SendableMetatype {
-    /// The running test's name, if the calling task runs one.
-    static func currentTestName() -> String?
-    /// The tests now running inside an environment scope, with where each scope began.
-    static func openTestScopes() -> [String]
-    /// Records `message` as a failure of the running test (or of the run, outside any test).
-    static func reportFailure(_ message: String, fileID: String, line: UInt)
+    /// A read in a test run reached the live world of `stack` ("the stack made at FILE:LINE")
+    /// while `openScopes` scopes of that stack were open in the process.
+    static func liveWorldReached(stack: String, openScopes: Int)
 }
 
 /// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.

@@ -3,10 +3,10 @@ extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
     /// top first: how each was made, and which fields differ from the frame below.
     ///
     /// ```swift
-    /// AppEnvironment.push(label: "preview") { $0.locale = Locale(identifier: "de_DE") }
-    /// for frame in AppEnvironment.frames { print(frame) }
+    /// appEnvironment.push(label: "preview") { $0.locale = Locale(identifier: "de_DE") }
+    /// for frame in appEnvironment.frames { print(frame) }
     /// // 2: push "preview" at MyApp/Previews.swift:12, changed locale
-    /// // 1: base at MyApp/AppEnvironment.swift:3
+    /// // 1: base at MyApp/appEnvironment.swift:3
     /// ```
     ///
     /// This is for people: a debugger, a log line, a failing test. It copies every frame's

@@ -8,14 +8,14 @@ extension EnvironmentStack {
     /// gone and the outside is exactly as it was. Scopes nest.
     ///
     /// ```swift
-    /// let greeting = AppEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
-    ///     makeGreeting()   // reads AppEnvironment.current.locale == fr_FR
+    /// let greeting = appEnvironment.withEnvironment({ $0.locale = Locale(identifier: "fr_FR") }) {
+    ///     makeGreeting()   // reads appEnvironment.current.locale == fr_FR
     /// }
     /// ```
     ///
     /// The scope follows the task, not the thread: code that escapes it (a `DispatchQueue`
     /// closure, `Task.detached`) sees the stack outside. Capture the environment as a value
-    /// (`let env = AppEnvironment.current`) and pass it along, or re-enter the scope there with
+    /// (`let env = appEnvironment.current`) and pass it along, or re-enter the scope there with
     /// ``withEnvironment(_:fileID:line:operation:)-(HabitatEnvironment<App>,_,_,_)``.
     ///
     /// - Parameters:
@@ -43,9 +43,9 @@ extension EnvironmentStack {
     /// Use it to start from a whole environment (a test world, one captured before escaping):
     ///
     /// ```swift
-    /// let captured = AppEnvironment.current
+    /// let captured = appEnvironment.current
     /// DispatchQueue.global().async {
-    ///     AppEnvironment.withEnvironment(captured) { work() }
+    ///     appEnvironment.withEnvironment(captured) { work() }
     /// }
     /// ```
     /// - Parameters:
@@ -73,8 +73,8 @@ extension EnvironmentStack {
     ///
     /// ```swift
     /// @Test func showsTheUsersName() async throws {
-    ///     try await AppEnvironment.withEnvironment({ $0.services = .mock }) {
-    ///         AppEnvironment.login(user: .ada, token: AuthToken("t"))
+    ///     try await appEnvironment.withEnvironment({ $0.services = .mock }) {
+    ///         appEnvironment.login(user: .ada, token: AuthToken("t"))
     ///         #expect(try await ProfileModel().load().title == "Ada")
     ///     }
     /// }

@@ -2,8 +2,8 @@ extension EnvironmentStack {
     /// Pushes `environment` on top of the stack.
     ///
     /// ```swift
-    /// AppEnvironment.push(HabitatEnvironment(services: .mock, config: .test))
-    /// defer { AppEnvironment.pop() }
+    /// appEnvironment.push(HabitatEnvironment(services: .mock, config: .test))
+    /// defer { appEnvironment.pop() }
     /// ```
     /// - Parameters:
     ///   - environment: The new current environment.
@@ -19,7 +19,7 @@ extension EnvironmentStack {
     /// Pushes a changed copy of the current environment.
     ///
     /// ```swift
-    /// AppEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
+    /// appEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
     /// ```
     ///
     /// The change is atomic: it is applied to the top as it is when the push commits. If another
@@ -74,7 +74,7 @@ extension EnvironmentStack {
     /// Replaces the top environment with a changed copy of it, atomically.
     ///
     /// ```swift
-    /// AppEnvironment.replaceCurrent { $0.timeZone = TimeZone(identifier: "Europe/Berlin")! }
+    /// appEnvironment.replaceCurrent { $0.timeZone = TimeZone(identifier: "Europe/Berlin")! }
     /// ```
     ///
     /// If another writer changes the stack while `change` runs, `change` runs again on the newer

@@ -1,6 +1,6 @@
 /// A stack of environments: the app's world now, with earlier worlds underneath.
 ///
-/// An app keeps one stack in a global `let` (conventionally named `AppEnvironment`) and reads
+/// An app keeps one stack in a global `let` (conventionally named `appEnvironment`) and reads
 /// ``current`` wherever it needs a service, the user or the configuration. Tests and previews
 /// ``push(_:label:fileID:line:)`` a changed world and ``pop(fileID:line:)`` it afterwards, or, better,
 /// change it for one task with
@@ -8,14 +8,14 @@
 /// meet.
 ///
 /// ```swift
-/// let AppEnvironment = EnvironmentStack<MyApp>(HabitatEnvironment(services: .live, config:
+/// let appEnvironment = EnvironmentStack<AppWorld>(HabitatEnvironment(services: .live, config:
 /// .default))
 ///
-/// AppEnvironment.login(user: account, token: AuthToken("s3cr3t"))
-/// let name = AppEnvironment.current.currentUser?.name
+/// appEnvironment.login(user: account, token: AuthToken("s3cr3t"))
+/// let name = appEnvironment.current.currentUser?.name
 ///
-/// AppEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
-/// defer { AppEnvironment.pop() }
+/// appEnvironment.push { $0.locale = Locale(identifier: "de_DE") }
+/// defer { appEnvironment.pop() }
 /// ```
 ///
 /// Every operation is safe from any thread or task, and each one is atomic: no reader ever sees
@@ -131,7 +131,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// a scope the stream follows the scope's stack and finishes when the scope ends.
     ///
     /// ```swift
-    /// let changes = AppEnvironment.changes
+    /// let changes = appEnvironment.changes
     /// Task { for await change in changes { log(change.kind, change.new.currentUser) } }
     /// ```
     ///
@@ -146,7 +146,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///
     /// ```swift
     /// // A status bar needs only the latest change.
-    /// let latest = AppEnvironment.changes(bufferingPolicy: .bufferingNewest(1))
+    /// let latest = appEnvironment.changes(bufferingPolicy: .bufferingNewest(1))
     /// ```
     /// - Parameter bufferingPolicy: How many unread changes to keep, and which: `.unbounded`
     ///   (what ``changes`` does), `.bufferingNewest(n)` or `.bufferingOldest(n)`.

@@ -4,8 +4,8 @@ import Foundation
 /// line that called it, and the label the caller gave it, if any.
 ///
 /// ```swift
-/// AppEnvironment.push(label: "preview") { $0.locale = Locale(identifier: "de_DE") }
-/// print(AppEnvironment.frames[0].origin)   // push "preview" at MyApp/Previews.swift:12
+/// appEnvironment.push(label: "preview") { $0.locale = Locale(identifier: "de_DE") }
+/// print(appEnvironment.frames[0].origin)   // push "preview" at MyApp/Previews.swift:12
 /// ```
 ///
 /// Recording an origin costs nothing on the read path, and next to nothing on a write: a static

@@ -9,7 +9,7 @@ public import Foundation
 /// nothing leaks out of it:
 ///
 /// ```swift
-/// let live = HabitatEnvironment<MyApp>(services: .live, config: .default)
+/// let live = HabitatEnvironment<AppWorld>(services: .live, config: .default)
 /// let test = live
 ///     .with(\.services, .mock)
 ///     .with(\.locale, Locale(identifier: "en_US_POSIX"))
@@ -17,7 +17,7 @@ public import Foundation
 /// ```
 ///
 /// An app usually keeps its environments in an ``EnvironmentStack`` and reads
-/// `AppEnvironment.current`.
+/// `appEnvironment.current`.
 public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// The app's dependencies: API client, analytics, storage.
     public var services: App.Services

@@ -8,7 +8,7 @@ public import Habitat
 /// import HabitatKeychain
 ///
 /// let secrets = KeychainSecretStore()   // service: the bundle identifier
-/// let sessions = SessionStore<MyApp>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
+/// let sessions = SessionStore<AppWorld>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
 /// ```
 ///
 /// - **One item per key**, named by its primary keys only: class, ``service``, account (the key)

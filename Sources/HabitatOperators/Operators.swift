@@ -119,7 +119,7 @@ public func %~ <Root, Value>(
 /// Composes two lenses: the result focuses through `outer`, then through `inner`.
 ///
 /// ```swift
-/// let timeout = Lens(\HabitatEnvironment<MyApp>.config) .. Lens(\.timeout)
+/// let timeout = Lens(\HabitatEnvironment<AppWorld>.config) .. Lens(\.timeout)
 /// ```
 /// - Parameters:
 ///   - outer: The lens into the root.

@@ -6,7 +6,7 @@ public import Habitat
 /// depth before and after, to Swift Testing or XCTest:
 ///
 /// ```swift
-/// let changes = try await expectChanges(in: AppEnvironment, [.push, .login]) {
+/// let changes = try await expectChanges(in: appEnvironment, [.push, .login]) {
 ///     try await model.signIn()
 /// }
 /// // failure: expected [push, login], got [login]:
@@ -49,7 +49,7 @@ public func expectChanges<App: EnvironmentSchema, R>(
 /// that afterwards `user` is the current user.
 ///
 /// ```swift
-/// try await expectLogin(in: AppEnvironment, of: .ada) {
+/// try await expectLogin(in: appEnvironment, of: .ada) {
 ///     try await LoginModel().submit(name: "ada", password: "secret")
 /// }
 /// ```

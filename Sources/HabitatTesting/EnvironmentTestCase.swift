@@ -7,13 +7,13 @@ public import XCTest
 /// Subclass it and say which stack and which environment, once:
 ///
 /// ```swift
-/// final class ProfileModelXCTests: EnvironmentTestCase<MyApp> {
-///     override func setUpEnvironment() -> (EnvironmentStack<MyApp>, HabitatEnvironment<MyApp>)? {
-///         (AppEnvironment, .test(services: .unimplemented, config: .default))
+/// final class ProfileModelXCTests: EnvironmentTestCase<AppWorld> {
+///     override func setUpEnvironment() -> (EnvironmentStack<AppWorld>, HabitatEnvironment<AppWorld>)? {
+///         (appEnvironment, .test(services: .unimplemented, config: .default))
 ///     }
 ///
 ///     func testSigningIn() async throws {
-///         AppEnvironment.replaceCurrent { $0.services.api.signIn = { _, _ in (.ada, AuthToken("t")) } }
+///         appEnvironment.replaceCurrent { $0.services.api.signIn = { _, _ in (.ada, AuthToken("t")) } }
 ///         ...
 ///     }
 /// }
@@ -23,7 +23,7 @@ public import XCTest
 ///
 /// ```swift
 /// override func invokeTest() {
-///     AppEnvironment.withEnvironment(.test(services: .unimplemented, config: .default)) {
+///     appEnvironment.withEnvironment(.test(services: .unimplemented, config: .default)) {
 ///         super.invokeTest()
 ///     }
 /// }

@@ -9,9 +9,9 @@ public import Testing
 /// Tests running in parallel never see each other's environment, pushes or logins.
 ///
 /// ```swift
-/// @Suite(.environment(AppEnvironment) { $0 = .test(services: .unimplemented, config: .default) })
+/// @Suite(.environment(appEnvironment) { $0 = .test(services: .unimplemented, config: .default) })
 /// struct ProfileTests {
-///     @Test(.environment(AppEnvironment) { $0.services.api.fetchProfile = { _ in .ada } })
+///     @Test(.environment(appEnvironment) { $0.services.api.fetchProfile = { _ in .ada } })
 ///     func showsTheName() async throws { ... }
 /// }
 /// ```
@@ -49,7 +49,7 @@ extension Trait {
     /// environment changed by `change`.
     ///
     /// - Parameters:
-    ///   - stack: The app's stack, usually its global `AppEnvironment`.
+    ///   - stack: The app's stack, usually its global `appEnvironment`.
     ///   - change: Changes the scope's copy of the current environment.
     /// - Returns: The trait.
     public static func environment<App>(

@@ -8,28 +8,42 @@ import XCTest
 ///
 /// Not for apps: linking `HabitatTesting` is what turns the stack's warning into a test failure.
 public enum TestContextReporter: _HabitatTestReporting {
-    /// The running test: Swift Testing's current test, or the XCTest test running now.
-    public static func currentTestName() -> String? {
-        if let test = Test.current { return test.name }
-        return XCTestWatcher.shared.running
-    }
-
-    /// The tests running inside an environment scope now (the trait's and `EnvironmentTestCase`'s).
-    public static func openTestScopes() -> [String] {
-        OpenTestScopes.shared.names
-    }
-
-    /// Records `message` as a failure of the running test, at the test's own line under Swift
-    /// Testing; otherwise as `reportTestFailure` does.
-    public static func reportFailure(_ message: String, fileID: String, line: UInt) {
+    /// Fails the test that read the live world of `stack`, once per test, at the test's own
+    /// line; a read from work that escaped a test's scope is reported as "escaped scope", once
+    /// per set of open test scopes.
+    public static func liveWorldReached(stack: String, openScopes: Int) {
+        let test = Test.current?.name ?? XCTestWatcher.shared.running
+        let scopes = OpenTestScopes.shared.names
+        let escaped = test == nil && openScopes > 0
+        let message = escaped
+            ? "escaped scope: \(stack) was read outside every scope, from work that left its test's task "
+                + "(Task.detached, a DispatchQueue closure)\(scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"). "
+                + "Capture `stack.current` before leaving the task, or re-enter with `stack.withEnvironment(captured) { ... }`."
+            : "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached the live world of \(stack): "
+                + "no test world is installed. To fix it, install a test world with `.environment(stack, .test(services: ...))` "
+                + "on the test or its suite, or `EnvironmentTestCase` in XCTest; a test that means to use live values starts "
+                + "its scope from `stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off."
+        let key = "\(stack) " + (escaped ? "escaped " + scopes.joined(separator: ",") : test ?? "outside every test")
+        guard Reported.shared.insert(key) else { return }
         if CapturedStackReports.shared.capture(message) {
             return
-        } else if let test = Test.current, CapturedTestFailures.current == nil {
-            Issue.record(Comment(rawValue: message), sourceLocation: test.sourceLocation)
+        } else if let current = Test.current, CapturedTestFailures.current == nil {
+            Issue.record(Comment(rawValue: message), sourceLocation: current.sourceLocation)
         } else {
-            reportTestFailure(message, fileID: fileID, line: line)
+            reportTestFailure(message)
         }
     }
+}
+
+/// The reports made so far, so each is made once.
+final class Reported: @unchecked Sendable {
+    // Safe: `keys` is read and written only with `lock` held.
+    static let shared = Reported()
+    private let lock = NSLock()
+    private var keys: Set<String> = []
+
+    /// Adds `key`; returns whether it was new.
+    func insert(_ key: String) -> Bool { lock.withLock { keys.insert(key).inserted } }
 }
 
 /// The tests that run inside an environment scope now, by name and where the scope began.

@@ -48,7 +48,7 @@ extension HabitatEnvironment {
     /// ``TestWorld``, logged out.
     ///
     /// ```swift
-    /// let env = HabitatEnvironment<MyApp>.test(services: .unimplemented, config: .default)
+    /// let env = HabitatEnvironment<AppWorld>.test(services: .unimplemented, config: .default)
     /// env.now()      // 2001-01-01 00:00:00 +0000
     /// env.uuid()     // 00000000-0000-0000-0000-000000000000
     /// ```

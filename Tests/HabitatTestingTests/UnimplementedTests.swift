@@ -9,7 +9,7 @@ import Testing
     /// The one test here that lets the failure reach Swift Testing, to show it is recorded
     /// there: the rest capture what is reported, so a run prints no known issues for them.
     @Test func anAsyncThrowingEndpointRecordsAFailureNamingItAndThrows() async {
-        await withKnownIssue("the point of this test: an unimplemented endpoint fails the test calling it") {
+        await withKnownIssue("expected, not a failure: the point of this test is that an unimplemented endpoint fails the test calling it") {
             _ = try? await api.fetchUser(1)
         } matching: { issue in
             // Reported at the test's own line, naming where the stub was made.

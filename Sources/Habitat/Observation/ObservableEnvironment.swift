@@ -10,14 +10,14 @@ public import Observation
 /// <!-- not compiled: SwiftUI exists only on Apple platforms -->
 /// ```swift
 /// @main struct MyApp: App {
-///     @State private var environment = ObservableEnvironment(AppEnvironment)
+///     @State private var environment = ObservableEnvironment(appEnvironment)
 ///     var body: some Scene {
 ///         WindowGroup { RootView().environment(environment) }
 ///     }
 /// }
 ///
 /// struct RootView: View {
-///     @Environment(ObservableEnvironment<MyApp>.self) private var environment
+///     @Environment(ObservableEnvironment<AppWorld>.self) private var environment
 ///     var body: some View {
 ///         if let user = environment.currentUser { HomeView(user: user) } else { LoginView() }
 ///     }
@@ -46,7 +46,7 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
     private let subscription = Subscription()
 
     /// Starts following `stack`'s current environment.
-    /// - Parameter stack: The app's stack, usually its global `AppEnvironment`.
+    /// - Parameter stack: The app's stack, usually its global `appEnvironment`.
     public init(_ stack: EnvironmentStack<App>) {
         // NB: subscribe before reading, so no change falls between the two; a change already
         // seen is applied again, to the same values.

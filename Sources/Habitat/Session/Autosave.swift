@@ -145,7 +145,7 @@ extension EnvironmentStack {
     /// are never saved either.
     ///
     /// ```swift
-    /// AppEnvironment.enableAutosave(to: sessions) { error in
+    /// appEnvironment.enableAutosave(to: sessions) { error in
     ///     logger.error("could not save the session: \(error)")
     /// }
     /// ```
@@ -171,8 +171,8 @@ extension EnvironmentStack {
     /// reported to the error handler.
     ///
     /// ```swift
-    /// AppEnvironment.login(user: account, token: token)
-    /// await AppEnvironment.flushAutosave()   // the session is on disk now
+    /// appEnvironment.login(user: account, token: token)
+    /// await appEnvironment.flushAutosave()   // the session is on disk now
     /// ```
     public func flushAutosave() async {
         await autosave.flush()

@@ -11,7 +11,7 @@ extension EnvironmentStack {
     /// in), the result is dropped and ``SessionRefreshOutcome/superseded`` returned.
     ///
     /// ```swift
-    /// let outcome = try await AppEnvironment.refreshSession { session in
+    /// let outcome = try await appEnvironment.refreshSession { session in
     ///     switch try await api.refresh(session.token) {
     ///     case .ok(let token, let user): .refreshed(token: token, user: user)
     ///     case .revoked: .ended
@@ -142,7 +142,7 @@ extension EnvironmentStack {
     ///
     /// ```swift
     /// func authorizationHeader() async throws -> String? {
-    ///     let session = try await AppEnvironment.validSession { session in
+    ///     let session = try await appEnvironment.validSession { session in
     ///         .refreshed(token: try await api.refresh(session.token))
     ///     }
     ///     return session.map { "Bearer \($0.token.secret)" }

@@ -19,7 +19,7 @@ extension EnvironmentStack {
     /// nobody is logged in. Observers see one change of kind ``EnvironmentChangeKind/restore``.
     ///
     /// ```swift
-    /// if let snapshot = try AppEnvironment.restore(from: sessions),
+    /// if let snapshot = try appEnvironment.restore(from: sessions),
     ///    let session = snapshot.session, session.isExpired(at: Date()) {
     ///     // show the login screen, or refresh first
     /// }

@@ -6,7 +6,7 @@ extension EnvironmentStack {
     /// logged in switches users; the change's `old` environment shows who was signed in before.
     ///
     /// ```swift
-    /// AppEnvironment.login(user: account, token: AuthToken("s3cr3t"))
+    /// appEnvironment.login(user: account, token: AuthToken("s3cr3t"))
     /// ```
     /// - Parameters:
     ///   - user: The user who signed in.
@@ -69,7 +69,7 @@ extension EnvironmentStack {
     /// Changes the signed-in user's data in place, atomically.
     ///
     /// ```swift
-    /// try AppEnvironment.updateCurrentUser { $0.displayName = "Ada" }
+    /// try appEnvironment.updateCurrentUser { $0.displayName = "Ada" }
     /// ```
     /// - Parameters:
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
@@ -110,7 +110,7 @@ extension EnvironmentStack {
     /// Changes the configuration in place, atomically.
     ///
     /// ```swift
-    /// AppEnvironment.updateConfig { $0.features.insert("new-onboarding") }
+    /// appEnvironment.updateConfig { $0.features.insert("new-onboarding") }
     /// ```
     /// - Parameters:
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.

@@ -5,7 +5,7 @@ extension EnvironmentStack {
     /// of throwing: an app needs no `do`/`catch` to stay alive when the store is damaged.
     ///
     /// ```swift
-    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
+    /// let launch = appEnvironment.restoreAtLaunch(from: sessions)
     /// if let problem = launch.problem {
     ///     log("starting logged out: \(problem.localizedDescription)")
     /// }
@@ -118,10 +118,10 @@ extension EnvironmentStack {
     /// is already true; on platforms without data protection, right after the restore.
     ///
     /// ```swift
-    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
-    /// AppEnvironment.enableAutosave(to: sessions)
+    /// let launch = appEnvironment.restoreAtLaunch(from: sessions)
+    /// appEnvironment.enableAutosave(to: sessions)
     /// // Later, once the device is unlocked:
-    /// AppEnvironment.protectedDataDidBecomeAvailable(for: sessions)
+    /// appEnvironment.protectedDataDidBecomeAvailable(for: sessions)
     /// ```
     ///
     /// A session ``AuthState/awaitingToken`` is read again, now taking "not found" as final: it

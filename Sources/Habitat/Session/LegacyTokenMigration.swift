@@ -61,10 +61,10 @@ extension EnvironmentStack {
     ///
     /// ```swift
     /// let legacy = UserDefaultsStore(.standard)
-    /// try AppEnvironment.migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) {
+    /// try appEnvironment.migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) {
     ///     legacyUser()          // the user the earlier version kept, if any
     /// }
-    /// let launch = AppEnvironment.restoreAtLaunch(from: sessions)
+    /// let launch = appEnvironment.restoreAtLaunch(from: sessions)
     /// ```
     ///
     /// It copies, verifies, then deletes: the session (the user from `user`, the legacy

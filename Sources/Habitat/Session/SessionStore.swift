@@ -4,14 +4,14 @@ public import Foundation
 /// as a versioned snapshot, with the token kept apart in a ``SecretStore``.
 ///
 /// ```swift
-/// let sessions = SessionStore<MyApp>(
+/// let sessions = SessionStore<AppWorld>(
 ///     store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
 ///     secrets: try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets")),
 ///     version: 2,
 ///     migrations: [SnapshotMigration(from: 1) { try renameField(in: $0) }]
 /// )
-/// AppEnvironment.restoreAtLaunch(from: sessions)   // at launch
-/// AppEnvironment.enableAutosave(to: sessions)       // from then on
+/// appEnvironment.restoreAtLaunch(from: sessions)   // at launch
+/// appEnvironment.enableAutosave(to: sessions)       // from then on
 /// ```
 ///
 /// The snapshot is JSON under ``key`` in the plain store; the token's secret is under

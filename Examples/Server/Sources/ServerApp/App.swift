@@ -4,7 +4,7 @@ public import Logging
 
 // The server's world, as Habitat sees it: the signed-in member, the configuration, and the
 // services a handler calls. Each request runs in a scope of its own (RequestEnvironment.swift),
-// so handlers and services read `AppEnvironment.current` and see only their request's member.
+// so handlers and services read `appEnvironment.current` and see only their request's member.
 
 /// A signed-in member of the service.
 public struct Member: Codable, Sendable, Hashable {
@@ -48,7 +48,7 @@ public enum ServerApp: EnvironmentSchema {
 
 /// The process's stack. Outside a request it is the base: nobody signed in. Each request gets a
 /// scope of its own with its member, request ID and clock.
-public let AppEnvironment = EnvironmentStack<ServerApp>(
+public let appEnvironment = EnvironmentStack<ServerApp>(
     HabitatEnvironment(
         services: ServerServices(members: MemberDirectory(), projects: ProjectCatalog(), logger: Logger(label: "habitat-server")),
         config: ServerConfig()

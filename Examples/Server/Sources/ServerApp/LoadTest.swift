@@ -20,7 +20,7 @@ public enum Variant: String, CaseIterable, Sendable {
     case tasklocal
     /// With swift-dependencies' `withDependencies`, read through `@Dependency`.
     case swiftDependencies = "swift-dependencies"
-    /// In a Habitat scope, read through `AppEnvironment.current`.
+    /// In a Habitat scope, read through `appEnvironment.current`.
     case habitat
 }
 
@@ -39,7 +39,7 @@ let mismatchCount = Atomic<Int>(0)
 /// middleware does the same, building an environment instead).
 func resolve(_ request: Request) throws -> RequestValues {
     guard let token = request.bearerToken else { throw HTTPError(.unauthorized, message: "missing bearer token") }
-    let base = AppEnvironment.current
+    let base = appEnvironment.current
     guard let member = base.services.members.member(forToken: token) else { throw HTTPError(.unauthorized, message: "unknown token") }
     let requestID = request.requestID
     var logger = base.services.logger
@@ -129,7 +129,7 @@ public func buildLoadRouter(variant: Variant) -> Router<AppRequestContext> {
     case .habitat:
         load.add(middleware: RequestEnvironmentMiddleware()).get("me") { request, _ in
             await echo(request) {
-                (AppEnvironment.current.currentUser, AppEnvironment.current.services.requestID, AppEnvironment.current.now())
+                (appEnvironment.current.currentUser, appEnvironment.current.services.requestID, appEnvironment.current.now())
             }
         }
     }
@@ -138,7 +138,7 @@ public func buildLoadRouter(variant: Variant) -> Router<AppRequestContext> {
 
 /// The server: the app and the load route of `variant`, on `host`:`port`.
 public func buildApplication(variant: Variant = .habitat, host: String = "127.0.0.1", port: Int = 8080) -> some ApplicationProtocol {
-    AppEnvironment.current.services.members.seedLoadTestMembers(1_000)
+    appEnvironment.current.services.members.seedLoadTestMembers(1_000)
     return Application(
         router: buildLoadRouter(variant: variant),
         configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")

@@ -82,7 +82,7 @@ public struct ProjectCatalog: Sendable {
     /// The projects of the member signed in to the calling request.
     public func projectsOfCurrentMember() async -> [String] {
         await Task.yield()   // as a database call would suspend
-        guard let member = AppEnvironment.current.currentUser else { return [] }
+        guard let member = appEnvironment.current.currentUser else { return [] }
         return ["\(member.name)'s notes", "\(member.name)'s garden"]
     }
 }

@@ -20,7 +20,7 @@ public struct AppRequestContext: RequestContext {
 /// The server pattern: one middleware turns the request's bearer token into the request's
 /// environment, its member signed in, its own request ID, logger and clock, and runs the rest
 /// of the chain in a scope of that environment. Handlers, and the services they call, read
-/// `AppEnvironment.current`; no other request can see this scope, nor can code outside any
+/// `appEnvironment.current`; no other request can see this scope, nor can code outside any
 /// request (it sees the base).
 ///
 /// NB: the scope's change closure signs the member in place (`setSession`), on the scope's own copy
@@ -37,7 +37,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         context: Context,
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        let base = AppEnvironment.current
+        let base = appEnvironment.current
         guard let token = request.bearerToken else {
             throw HTTPError(.unauthorized, message: "missing bearer token: send Authorization: Bearer <token>")
         }
@@ -46,7 +46,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         }
         let started = Date()
         let requestID = request.requestID
-        return try await AppEnvironment.withEnvironment({ environment in
+        return try await appEnvironment.withEnvironment({ environment in
             environment.setSession(user: member, token: AuthToken(token))
             environment.services.requestID = requestID
             environment.services.logger[metadataKey: "request_id"] = "\(requestID)"

@@ -46,7 +46,7 @@ public func buildRouter() -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.post("signin") { request, context -> SignedIn in
         let body = try await request.decode(as: SignIn.self, context: context)
-        guard let token = AppEnvironment.current.services.members.signIn(name: body.name, password: body.password) else {
+        guard let token = appEnvironment.current.services.members.signIn(name: body.name, password: body.password) else {
             throw HTTPError(.unauthorized, message: "wrong name or password")
         }
         return SignedIn(token: token.secret, expiresAt: token.expiresAt)
@@ -56,11 +56,11 @@ public func buildRouter() -> Router<AppRequestContext> {
     signedIn.patch("me") { request, context -> Profile in
         let body = try await request.decode(as: Rename.self, context: context)
         guard !body.name.isEmpty else { throw HTTPError(.badRequest, message: "name must not be empty") }
-        let environment = AppEnvironment.current
+        let environment = appEnvironment.current
         guard let member = environment.currentUser, let renamed = environment.services.members.rename(member.id, to: body.name) else {
             throw HTTPError(.unauthorized)
         }
-        try AppEnvironment.updateCurrentUser(renamed)   // stays in this request's scope
+        try appEnvironment.updateCurrentUser(renamed)   // stays in this request's scope
         return try profile()
     }
     signedIn.get("projects") { _, _ in await projects() }
@@ -69,7 +69,7 @@ public func buildRouter() -> Router<AppRequestContext> {
 
 /// The signed-in member's profile, from the request's environment.
 func profile() throws -> Profile {
-    let environment = AppEnvironment.current
+    let environment = appEnvironment.current
     guard let member = environment.currentUser else { throw HTTPError(.unauthorized) }
     environment.services.logger.debug("profile of \(member.id)")
     return Profile(
@@ -83,17 +83,17 @@ func profile() throws -> Profile {
 
 /// Hops on purpose, to show what follows the request and what needs capturing.
 func projects() async -> Projects {
-    let projects = await AppEnvironment.current.services.projects.projectsOfCurrentMember()
+    let projects = await appEnvironment.current.services.projects.projectsOfCurrentMember()
     let fromTaskGroup = await withTaskGroup(of: String.self) { group in
         for _ in 0..<2 {
-            group.addTask { AppEnvironment.current.currentUser?.name ?? "nobody" }
+            group.addTask { appEnvironment.current.currentUser?.name ?? "nobody" }
         }
         return await group.reduce(into: []) { $0.append($1) }
     }
-    let fromTask = await Task { AppEnvironment.current.currentUser?.name ?? "nobody" }.value
-    let captured = AppEnvironment.current.currentUser?.name ?? "nobody"
+    let fromTask = await Task { appEnvironment.current.currentUser?.name ?? "nobody" }.value
+    let captured = appEnvironment.current.currentUser?.name ?? "nobody"
     let (fromDetachedTask, capturedForDetachedTask) = await Task.detached {
-        (AppEnvironment.current.currentUser?.name ?? "nobody", captured)
+        (appEnvironment.current.currentUser?.name ?? "nobody", captured)
     }.value
     return Projects(
         projects: projects,

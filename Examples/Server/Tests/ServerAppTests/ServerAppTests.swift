@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func anUnknownOrExpiredTokenIsA401() async throws {
-        let expired = AppEnvironment.current.services.members.issueToken(for: 1, expiresAt: Date().addingTimeInterval(-1))
+        let expired = appEnvironment.current.services.members.issueToken(for: 1, expiresAt: Date().addingTimeInterval(-1))
         try await app().test(.router) { client in
             for token in ["tok-nobody", expired.secret] {
                 let response = try await client.execute(uri: "/me", method: .get, headers: bearer(token))
@@ -122,14 +122,14 @@ import Testing
             let other = try decode(Profile.self, try await client.execute(uri: "/me", method: .get, headers: bearer("tok-901")))
             #expect(other.name == "member-901")
         }
-        #expect(AppEnvironment.current.currentUser == nil, "the update stayed in the request's scope")
+        #expect(appEnvironment.current.currentUser == nil, "the update stayed in the request's scope")
     }
 
     @Test func outsideAnyRequestTheEnvironmentIsTheBase() async throws {
         try await app().test(.router) { client in
             _ = try await client.execute(uri: "/me", method: .get, headers: bearer("tok-4"))
-            #expect(AppEnvironment.current.session == nil)
-            #expect(AppEnvironment.current.services.requestID == "-")
+            #expect(appEnvironment.current.session == nil)
+            #expect(appEnvironment.current.services.requestID == "-")
         }
     }
 }

@@ -39,7 +39,7 @@ extension EnvironmentStack {
 
     /// The environment on top of the stack (of the calling task's scope, inside one).
     ///
-    /// Reading a field, as in `AppEnvironment.current.config.apiURL`, copies only that field:
+    /// Reading a field, as in `appEnvironment.current.config.apiURL`, copies only that field:
     /// no lock, no allocation, no shared memory written.
     ///
     /// - Complexity: O(1).

@@ -6,7 +6,7 @@
 /// run the stack's base starts empty, the stack counts one scope that never ends, so every read
 /// looks for the task's scope, and a read that finds none comes here: it is reported, and the
 /// live base is built then, once, so the test can go on.
-// Safe: `built`, `reported` are read and written only with `lock` held; `build` is immutable.
+// Safe: `built`, `buildCount`, `warned` are read and written only with `lock` held; the rest is immutable.
 @usableFromInline
 final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
     let build: @Sendable () -> HabitatEnvironment<App>
@@ -17,7 +17,7 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
     private let lock = Lock()
     private var built: HabitatEnvironment<App>?
     private var buildCount = 0
-    private var reported: Set<String> = []
+    private var warned = false
 
     init(build: @escaping @Sendable () -> HabitatEnvironment<App>, fenced: Bool, fileID: StaticString, line: UInt) {
         self.build = build
@@ -40,34 +40,13 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
     /// How many times the live world was built: 0 or 1.
     var builds: Int { lock.withLock { buildCount } }
 
-    /// Reports a read that reached the base in a test run, once per test (or per set of open
-    /// scopes, for work that escaped them).
-    func reportReach(stackDescription: String, openScopes: Int) {
-        let test = testReporter?.currentTestName()
-        let scopes = testReporter?.openTestScopes() ?? []
-        let key: String
-        let message: String
-        let fix = "install a test world with `.environment(stack, .test(services: ...))` on the test or its suite, "
-            + "or `EnvironmentTestCase` in XCTest; a test that means to use live values starts its scope from "
-            + "`stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off"
-        if test == nil, openScopes > 0 {
-            key = "escaped " + scopes.joined(separator: ",")
-            let open = scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"
-            message = "escaped scope: \(stackDescription) was read outside every scope, from work that left its test's task "
-                + "(Task.detached, a DispatchQueue closure)\(open). Capture `stack.current` before leaving the task, "
-                + "or re-enter with `stack.withEnvironment(captured) { ... }`."
-        } else {
-            key = test ?? "outside every test's scope"
-            message = "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached the live world of \(stackDescription): "
-                + "no test world is installed. To fix it, \(fix)."
-        }
-        let isNew = lock.withLock { reported.insert(key).inserted }
-        guard isNew else { return }
-        if let testReporter {
-            testReporter.reportFailure(message, fileID: fileID.description, line: line)
-        } else {
-            print("[Habitat] warning: \(message) (link HabitatTesting to fail the test instead)")
-        }
+    /// Reports a read that reached the base in a test run: to HabitatTesting, which fails the
+    /// test, or, in a process that doesn't link it, as one warning.
+    func reportReach(openScopes: Int) {
+        let stack = "the stack made at \(fileID):\(line)"
+        if let testReporter { return testReporter.liveWorldReached(stack: stack, openScopes: openScopes) }
+        guard lock.withLock({ defer { warned = true }; return !warned }) else { return }
+        print("[Habitat] warning: a read reached the live world of \(stack) in a test run, where no test world is installed")
     }
 }
 
@@ -77,7 +56,7 @@ extension EnvironmentStack {
     @usableFromInline
     func rootReached() -> Unmanaged<StackState<App>> {
         if let live, live.fenced {
-            live.reportReach(stackDescription: "the stack made at \(live.fileID):\(live.line)", openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1)
+            live.reportReach(openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1)
             root.fillBaseIfEmpty { live.environment }
         }
         return Unmanaged.passUnretained(root)

@@ -1,0 +1,16 @@
+import HabitatTesting
+import XCTest
+@testable import MyApp
+
+// XCTest: every test of the class runs in a scope of its own, from this world.
+final class GreetingXCTests: EnvironmentTestCase<AppWorld> {
+    override func setUpEnvironment() -> (EnvironmentStack<AppWorld>, HabitatEnvironment<AppWorld>)? {
+        (appEnvironment, .test(services: AppServices(api: APIClient(fetchName: unimplementedEndpoint("APIClient.fetchName")))))
+    }
+
+    func testGreetsTheMemberByName() async throws {
+        appEnvironment.replaceCurrent { $0.services.api.fetchName = { _ in "Ada" } }
+        let text = try await greeting(for: 1)
+        XCTAssertEqual(text, "Hello, Ada")
+    }
+}
