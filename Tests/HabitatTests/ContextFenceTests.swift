@@ -1,6 +1,7 @@
 import Foundation
 import HabitatTesting
 import Testing
+import XCTest
 
 /// A DI-only app: services and nothing else.
 struct GreeterServices: Sendable {
@@ -151,5 +152,51 @@ struct ContextFenceTests {
         #expect(signedIn.now() == fixedDate)
         #expect(signedIn.config.timeout == 5)
         #expect(signedIn.services.authorization == "Bearer preview", "session-dependent services are told")
+    }
+}
+
+@Suite struct ContextOverrideTests {
+    /// Not a test of its own: a test that reads a live stack without a test world, run in a
+    /// child process by the test below.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_FENCE_WORKER"] != nil))
+    func fenceWorker() {
+        let stack = EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
+        print(stack.current.services.greet("Ada"))
+    }
+
+    @Test(.enabled(if: canRunFixtures), arguments: [("live", Int32(0)), ("test", Int32(1))])
+    func theVariableTurnsTheCheckOffOrOn(context: String, status: Int32) throws {
+        let child = fixtureProcess("fenceWorker", environment: ["HABITAT_FENCE_WORKER": "1", "HABITAT_CONTEXT": context])
+        let output = Pipe()
+        child.standardOutput = output
+        try child.run()
+        child.waitUntilExit()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(child.terminationStatus == status, "HABITAT_CONTEXT=\(context): the read \(status == 0 ? "passes" : "fails the test")")
+        #expect(printed.contains("live Ada"), "either way the read returns the live world")
+    }
+}
+
+/// The same fence under XCTest: `reportTestFailure` fails the running XCTest test.
+final class ContextFenceXCTests: XCTestCase {
+    func testAReadWithoutATestWorldIsReportedOnce() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            XCTAssertEqual(stack.current.services.greet("Ada"), "live Ada")
+            _ = stack.current
+        }
+        XCTAssertEqual(reports.count, 1)
+        XCTAssertTrue(reports.first?.contains("reached the live world of the stack made at HabitatTests/ContextFenceTests.swift:") == true)
+    }
+
+    func testAStackInATestCaseScopeIsNotReported() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            stack.withEnvironment(.test(services: GreeterServices(greet: { "test \($0)" }))) {
+                XCTAssertEqual(stack.current.services.greet("Ada"), "test Ada")
+            }
+        }
+        XCTAssertEqual(reports, [])
+        XCTAssertEqual(stack.liveWorldBuilds, 0)
     }
 }
