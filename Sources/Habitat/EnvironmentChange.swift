@@ -87,6 +87,10 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     @inlinable public static var configUpdated: Self { Self("configUpdated") }
     /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:fileID:line:)``).
     @inlinable public static var restore: Self { Self("restore") }
+    /// The session store changed under the stack: another process, or another stack on the same
+    /// store, logged out, logged in or rotated the token, and this stack took the stored session
+    /// instead of saving over it.
+    @inlinable public static var storeChanged: Self { Self("storeChanged") }
     /// The base of a stack, as ``EnvironmentStack/init(_:fileID:line:)`` made it: a frame's
     /// ``FrameOrigin/operation``, never a change's kind.
     @inlinable public static var base: Self { Self("base") }

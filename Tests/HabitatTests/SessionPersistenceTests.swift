@@ -166,18 +166,15 @@ struct FileSessions {
         #expect(store.contents["habitat.session"] == Data(stored.utf8))
     }
 
-    /// A logout or a login whose snapshot can't be written leaves what was saved before: the
-    /// previous session with its own token, nothing half-done.
-    @Test func aFailedLogoutOrLoginSaveLeavesThePreviousSessionWithItsToken() throws {
+    /// A login whose snapshot can't be written leaves what was saved before: the previous
+    /// session with its own token, nothing half-done. A logout whose snapshot can't be written
+    /// still ends the session: its token went first.
+    @Test func aFailedLoginSaveLeavesThePreviousSessionAndAFailedLogoutSaveStillEndsIt() throws {
         let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
         let signedIn = makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token"))
         try sessions.save(signedIn)
-
-        store.failNext()
-        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.clearingSession()) }
-        #expect(try sessions.load()?.session?.token.secret == "ada-token", "the logout took nothing away")
 
         store.failNext()
         #expect(throws: SnapshotError.self) { try sessions.save(signedIn.settingSession(user: .grace, token: AuthToken("grace-token"))) }
@@ -187,6 +184,12 @@ struct FileSessions {
         let record = try #require(try secrets.secret(forKey: sessions.tokenKey))
         #expect(String(decoding: record, as: UTF8.self).contains("ada-token"))
         #expect(!String(decoding: record, as: UTF8.self).contains("grace-token"), "the failed login's token is gone")
+
+        store.failNext()
+        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.clearingSession()) }
+        #expect(try secrets.secret(forKey: sessions.tokenKey) == nil, "the token went first")
+        let relaunched = try #require(try sessions.load())
+        #expect(relaunched.session == nil, "a relaunch is logged out")
     }
 
     @Test func storeFailuresAreWrapped() throws {

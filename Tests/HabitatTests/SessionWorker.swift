@@ -13,6 +13,8 @@
 //                                      append to LOG); print the token it ends with
 //     refresh-loop DIR FIRST           restore, then refresh forever, the n-th refresh getting
 //                                      "token-(FIRST + n)"; print "refreshed N" once it is saved
+//     logout DIR                       restore DIR's session and log out, saving before exit;
+//                                      print "logged out"
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -93,6 +95,12 @@ func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> S
                 }
                 FileHandle.standardOutput.write(Data("refreshed \(n)\n".utf8))
             }
+        case ("logout", 2):
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
+            try stack.logout(savingTo: sessions)
+            print("logged out")
         case ("migrate", 4):
             let killAt = try #require(Int(arguments[3]))
             let writes = KillSwitch(at: killAt)

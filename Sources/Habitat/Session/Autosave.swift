@@ -19,15 +19,19 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         let onError: @Sendable (SnapshotError) -> Void
         /// Reads the state to save, when the save starts; `nil` once the stack is gone.
         let read: @Sendable () -> HabitatEnvironment<App>?
+        /// Takes the stored session, when a save found the store had moved past the stack's.
+        let adopt: @Sendable (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
 
         init(
             sessions: SessionStore<App>,
             onError: @escaping @Sendable (SnapshotError) -> Void,
-            read: @escaping @Sendable () -> HabitatEnvironment<App>?
+            read: @escaping @Sendable () -> HabitatEnvironment<App>?,
+            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
         ) {
             self.sessions = sessions
             self.onError = onError
             self.read = read
+            self.adopt = adopt
         }
     }
 
@@ -40,6 +44,8 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     /// Why the last save failed; `nil` after a save that succeeded.
     private var failure: SnapshotError?
+    /// What the stack knows its store holds (see ``KnownSession``): set by restores and saves.
+    private var known: KnownSession?
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.
     @usableFromInline let enabled = AtomicWord(0)
 
@@ -99,7 +105,7 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
             }
             guard let environment = next.read() else { continue }
             do throws(SnapshotError) {
-                try next.sessions.save(environment)
+                try save(environment, to: next.sessions, adopt: next.adopt)
                 lock.withLock { failure = nil }
             } catch {
                 lock.withLock { failure = error }
@@ -109,6 +115,28 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     }
 
     /// Why the last save failed, if it did.
+    /// Saves `environment` knowing what the stack last saw of the store; a save the store has
+    /// moved past hands the stored session to `adopt` instead.
+    func save(
+        _ environment: HabitatEnvironment<App>,
+        to sessions: SessionStore<App>,
+        adopt: (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
+    ) throws(SnapshotError) {
+        switch try sessions.save(environment, known: knowledge) {
+        case .saved(let now):
+            if let now { knowledge = now }
+        case .adopted(let stored, let now):
+            knowledge = now
+            adopt(stored, environment.session?.token.secret)
+        }
+    }
+
+    /// What the stack knows its store holds.
+    var knowledge: KnownSession? {
+        get { lock.withLock { known } }
+        set { lock.withLock { known = newValue } }
+    }
+
     var lastFailure: SnapshotError? {
         lock.withLock { failure }
     }
@@ -158,7 +186,11 @@ extension EnvironmentStack {
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
         // NB: weak, as the stack owns its autosave.
-        autosave.enable(.init(sessions: sessions, onError: onError, read: { [weak self] in self?.filledRoot.topEnvironment }))
+        autosave.enable(.init(
+            sessions: sessions, onError: onError,
+            read: { [weak self] in self?.filledRoot.topEnvironment },
+            adopt: { [weak self] stored, replacing in self?.adoptStoredSession(stored, replacing: replacing) }
+        ))
     }
 
     /// Stops saving after changes. Saves already asked for still happen; ``flushAutosave()``
@@ -179,6 +211,17 @@ extension EnvironmentStack {
     }
 
     /// Called after a session or configuration transition committed.
+    /// Takes `stored`, the session the store holds, if the stack's session is still the one
+    /// (token `replacing`) that the store moved past; a change made since wins.
+    func adoptStoredSession(_ stored: UserSession<App.User>?, replacing: String?) {
+        filledRoot.update(FrameOrigin(.storeChanged)) { environment in
+            guard environment.session?.token.secret == replacing else { return false }
+            environment.session = stored
+            environment.applySession()
+            return true
+        }
+    }
+
     @inlinable
     func didTransition() {
         if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }

@@ -6,7 +6,7 @@ extension EnvironmentStack {
     /// - Parameter sessions: Where to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
     public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
-        try sessions.save(current)
+        try autosave.save(current, to: sessions) { stored, replacing in adoptStoredSession(stored, replacing: replacing) }
     }
 
     /// Restores a saved session and configuration into the current environment.
@@ -38,6 +38,7 @@ extension EnvironmentStack {
         line: UInt = #line
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
         guard let snapshot = try sessions.load() else { return nil }
+        if let known = snapshot.known { autosave.knowledge = known }
         let origin = FrameOrigin(.restore, fileID: fileID, line: line)
         withActiveState { state in
             state.update(origin) { environment in

@@ -28,7 +28,7 @@ extension SessionStore {
                 guard let user = user() else { return .noUser }
                 var environment = environment
                 environment.session = UserSession(user: user, token: AuthToken(token), state: .restored)
-                try saveLocked(environment)
+                _ = try saveLocked(environment)
                 let readBack = try loadLocked()
                 if let problem = readBack?.tokenProblem { throw .store(problem) }
                 guard readBack?.session?.token.secret == token else {

@@ -13,6 +13,9 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     /// yet (the session is then ``AuthState/awaitingToken``), or the stored token was damaged
     /// (the session is then `nil`, and the damaged token is left in place).
     public var tokenProblem: StoreError?
+    /// What the store held when this snapshot was loaded, for the stack that restores it; `nil`
+    /// while the session awaits its token.
+    var known: KnownSession?
 
     /// Creates a snapshot.
     /// - Parameters:

@@ -124,31 +124,35 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// - Parameter environment: The environment whose session and config to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
     public func save(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
-        try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
+        _ = try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
     }
 
-    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
+    /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
+    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
         do {
             // NB: a session awaiting its token writes nothing: the saved snapshot and token stay
             // as they were until the token is read or the app says the store is readable.
-            if environment.session?.state == .awaitingToken { return }
+            if environment.session?.state == .awaitingToken { return nil }
             let storedData = try secrets.secret(forKey: tokenKey)
             let stored = TokenRecord.decode(storedData)
             guard let session = environment.session else {
+                // NB: the token goes first, and stays gone when the snapshot can't be written:
+                // a snapshot that names a token the store doesn't hold restores logged out, so
+                // a logout ends the session even on a read-only directory.
                 try secrets.setSecret(nil, forKey: tokenKey)
-                try writeSnapshot(environment, pairID: nil, undo: storedData)
-                return
+                try writeSnapshot(environment, pairID: nil, undo: nil)
+                return KnownSession(pairID: nil, secret: nil)
             }
             if let newest = stored?.tokens.first, newest.secret == session.token.secret {
                 try store.setData(try encode(environment, pairID: newest.id), forKey: key)
                 if stored?.tokens.count != 1 {
                     try secrets.setSecret(TokenRecord(tokens: [newest]).encoded(), forKey: tokenKey)
                 }
-                return
+                return KnownSession(pairID: newest.id, secret: newest.secret)
             }
             // A store that never refreshes (an extension's) holds an older token than the one
             // saved (the app rotated it, or logged out): writing it back would replay it.
-            if !refreshesTokens { return }
+            if !refreshesTokens { return nil }
             let entry = TokenRecord.Entry(id: UUID().uuidString, secret: session.token.secret)
             let previous = stored?.tokens.first.map { [$0] } ?? []
             try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey)
@@ -156,6 +160,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             if !previous.isEmpty {
                 try secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey)
             }
+            return KnownSession(pairID: entry.id, secret: entry.secret)
         } catch let error as SnapshotError {
             throw error
         } catch let error as StoreError {
@@ -276,7 +281,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             try? secrets.setSecret(nil, forKey: tokenKey)
         }
         guard let payload else { return nil }
-        return SessionSnapshot(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
+        var snapshot = SessionSnapshot<App>(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
+        if session?.state != .awaitingToken {
+            snapshot.known = KnownSession(pairID: session == nil ? nil : payload.session?.pairID, secret: session?.token.secret)
+        }
+        return snapshot
     }
 
     /// The token in the stored secret that belongs with a snapshot naming `pairID`.

@@ -1,0 +1,151 @@
+import Foundation
+import HabitatTesting
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A logout always ends the session, and a stack that missed a change never undoes it.
+@Suite struct SessionEndingTests {
+    func signedInStore(_ store: any KeyValueStore, _ secrets: any SecretStore) throws -> SessionStore<TestApp> {
+        let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        return sessions
+    }
+
+    @Test func aLogoutWhoseSnapshotCantBeWrittenThrowsAndStillEndsTheSession() throws {
+        let store = MockKeyValueStore()
+        let secrets = InMemorySecretStore()
+        let sessions = try signedInStore(store, secrets)
+        let app = makeStack()
+        try app.restore(from: sessions)
+        store.failNext()
+        #expect(throws: SnapshotError.self) { try app.logout(savingTo: sessions) }
+        #expect(app.current.session == nil, "logged out here all the same")
+        #expect(secrets.keys.isEmpty, "the token and its stray copies are gone")
+        let relaunched = makeStack()
+        #expect(relaunched.restoreAtLaunch(from: sessions).snapshot?.session == nil, "no relaunch restores it")
+    }
+
+    @Test func anAutosavedLogoutWhoseSnapshotCantBeWrittenStillEndsTheSession() async throws {
+        let store = MockKeyValueStore()
+        let secrets = InMemorySecretStore()
+        let sessions = try signedInStore(store, secrets)
+        let app = makeStack()
+        try app.restore(from: sessions)
+        let errors = ErrorLog()
+        app.enableAutosave(to: sessions) { errors.append($0) }
+        store.failNext()
+        app.logout()
+        await app.flushAutosave()
+        #expect(errors.entries.count == 1, "autosave reported the failed write")
+        #expect(try sessions.load()?.session == nil)
+    }
+
+    /// The store's directory made read-only: the snapshot can't be written, the token (kept in a
+    /// directory of its own) is removed, and a relaunch is logged out.
+    @Test(.enabled(if: geteuid() != 0, "root writes into read-only directories"))
+    func aLogoutInAReadOnlyStoreDirectoryStillEndsTheSession() throws {
+        let directory = try TemporaryDirectory()
+        let storeDirectory = directory.file("store")
+        let sessions = try signedInStore(
+            try JSONFileStore(url: storeDirectory.appendingPathComponent("session.json")),
+            try FileSecretStore(directory: directory.file("secrets"))
+        )
+        let app = makeStack()
+        try app.restore(from: sessions)
+        chmod(storeDirectory.path, 0o500)
+        defer { chmod(storeDirectory.path, 0o700) }
+        #expect(throws: SnapshotError.self) { try app.logout(savingTo: sessions) }
+        #expect(makeStack().restoreAtLaunch(from: sessions).snapshot?.session == nil)
+    }
+
+    @Test func aStackThatMissedALogoutSavesItsConfigAndTakesTheLogout() async throws {
+        let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
+        let first = makeStack()
+        let second = makeStack()
+        try first.restore(from: sessions)
+        try second.restore(from: sessions)
+        try first.logout(savingTo: sessions)
+
+        let changes = second.changes
+        second.updateConfig { $0.timeout = 99 }
+        try second.save(to: sessions)
+        let saved = try #require(try sessions.load())
+        #expect(saved.session == nil, "the logout stands")
+        #expect(saved.config.timeout == 99, "the second stack's own change is saved")
+        #expect(second.current.session == nil, "and the second stack took the logout")
+        let kinds = await collect(2, from: changes).map(\.kind)
+        #expect(kinds == [.configUpdated, .storeChanged])
+    }
+
+    @Test func aStackThatMissedARotationKeepsTheNewToken() throws {
+        let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
+        let first = makeStack()
+        let second = makeStack()
+        try first.restore(from: sessions)
+        try second.restore(from: sessions)
+        first.login(user: .ada, token: AuthToken("rotated"))
+        try first.save(to: sessions)
+
+        second.updateConfig { $0.timeout = 7 }
+        try second.save(to: sessions)
+        #expect(try sessions.load()?.session?.token.secret == "rotated", "the old token is never written back")
+        #expect(second.current.session?.token.secret == "rotated")
+    }
+
+    @Test func aStacksOwnNewLoginIsSavedOverAnOlderChange() throws {
+        let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
+        let first = makeStack()
+        let second = makeStack()
+        try first.restore(from: sessions)
+        try second.restore(from: sessions)
+        try first.logout(savingTo: sessions)
+        second.login(user: .grace, token: AuthToken("grace-token"))
+        try second.save(to: sessions)
+        #expect(try sessions.load()?.session?.user == .grace, "a login made here is this stack's own change")
+    }
+
+    @Test func aLogoutHereKeepsALoginMadeElsewhereSince() throws {
+        let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
+        let first = makeStack()
+        let second = makeStack()
+        try first.restore(from: sessions)
+        try second.restore(from: sessions)
+        first.login(user: .grace, token: AuthToken("grace-token"))
+        try first.save(to: sessions)
+        try second.logout(savingTo: sessions)
+        #expect(try sessions.load()?.session?.user == .grace, "the newer login elsewhere stands")
+        #expect(second.current.currentUser == .grace, "and the stale stack took it")
+    }
+
+    @Test(.enabled(if: canRunFixtures))
+    func aSecondProcessCantUndoALogout() throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        let app = makeStack()
+        try app.restore(from: sessions)
+
+        let helper = sessionWorker("logout", directory.path)
+        let output = Pipe()
+        helper.standardOutput = output
+        try helper.run()
+        helper.waitUntilExit()
+        #expect(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "logged out\n")
+
+        app.updateConfig { $0.timeout = 42 }
+        try app.save(to: sessions)
+        let relaunched = makeStack()
+        let launch = relaunched.restoreAtLaunch(from: sessions)
+        guard case .restoredLoggedOut(let snapshot) = launch else {
+            Issue.record("expected a logged-out relaunch, got \(launch)")
+            return
+        }
+        #expect(snapshot.config.timeout == 42)
+        #expect(app.current.session == nil)
+    }
+}
