@@ -141,6 +141,35 @@ import Darwin
 
 /// Stacks and processes that share one session store refresh it once.
 @Suite(.timeLimit(.minutes(1))) struct SharedRefreshTests {
+    /// No lock of the store's files is held while the server is asked: iOS terminates a
+    /// suspended app that holds one in a shared container. The refresh's turn is a lease file.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/locks")))
+    func noFileLockIsHeldDuringTheServerCall() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        let stack = makeStack()
+        stack.restoreAtLaunch(from: sessions)
+        stack.enableAutosave(to: sessions)
+        let files = [sessions.lockFile!.path, sessions.lockFile!.path + ".refresh", directory.file("session.json").path + ".lock"]
+        let outcome = await stack.refreshSession { _ in
+            let held = try? heldFileLocks(on: files)
+            #expect(held == [], "locks held on the store's files during the server call: \(held ?? [])")
+            #expect(FileManager.default.fileExists(atPath: files[1]), "the lease is there")
+            return .refreshed(token: AuthToken("rotated"))
+        }
+        #expect(outcome == .refreshed)
+        #expect(!FileManager.default.fileExists(atPath: files[1]), "and handed back")
+    }
+
+    @Test func aLeaseEndsAtItsDeadlineOrWithItsProcess() {
+        let later = Int(Date().timeIntervalSince1970) + 60
+        #expect(SessionLock.isHeld("\(getpid()) nonce \(later)"), "a live process before its deadline")
+        #expect(!SessionLock.isHeld("\(getpid()) nonce \(later - 120)"), "past its deadline")
+        #expect(!SessionLock.isHeld("999999999 nonce \(later)"), "its process is gone")
+        #expect(!SessionLock.isHeld("garbage"), "not a lease")
+    }
+
     @Test func twoStacksOnOneStoreShareOneRefresh() async throws {
         let directory = try TemporaryDirectory()
         try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
@@ -325,4 +354,17 @@ final class Locked<Value>: @unchecked Sendable {
         get { lock.withLock { stored } }
         set { lock.withLock { stored = newValue } }
     }
+}
+
+/// This process's entries in /proc/locks on any of `paths` (by device and inode).
+func heldFileLocks(on paths: [String]) throws -> [String] {
+    let inodes = paths.compactMap { path -> String? in
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return ":\(status.st_ino) "
+    }
+    let pid = " \(getpid()) "
+    return try String(contentsOfFile: "/proc/locks", encoding: .utf8)
+        .split(separator: "\n").map(String.init)
+        .filter { line in line.contains(pid) && inodes.contains { line.contains($0) } }
 }

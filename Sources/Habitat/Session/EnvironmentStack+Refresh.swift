@@ -186,7 +186,7 @@ extension EnvironmentStack {
     }
 
     /// The autosave store, when the calling task acts on the global stack and the store has a
-    /// lock file that other processes and stacks refresh by.
+    /// lock file beside which other processes and stacks take the refresh lease.
     private func sharedSessions() -> SessionStore<App>? {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions, sessions.lock.refreshPath != nil else {
             return nil
@@ -203,7 +203,7 @@ extension EnvironmentStack {
 
     /// Waits for this stack's turn to refresh the session saved in `sessions`, after saving
     /// what autosave still has to save (so the others see this stack's token).
-    private func beginSharedRefresh(_ sessions: SessionStore<App>?) async -> Int32? {
+    private func beginSharedRefresh(_ sessions: SessionStore<App>?) async -> String? {
         guard let sessions else { return nil }
         await autosave.flush()
         return await sessions.lock.beginRefresh()

@@ -1,18 +1,32 @@
-import Dispatch
+import Foundation
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
-/// What the users of one ``SessionStore`` take turns on: its saves and loads (briefly), and its
-/// refreshes (for as long as the server takes).
+/// What the users of one ``SessionStore`` take turns on: its saves and loads, and its refreshes.
 ///
 /// Within the process, a mutex orders saves and loads. Across processes (an app and its
-/// extension), and across stacks that each opened the store, advisory locks on two files
-/// beside the store do: the lock file around each save and load, and the same path with
-/// `.refresh` appended around a refresh. Without files (a store that isn't on disk) only the mutex remains.
-final class SessionLock: Sendable {
+/// extension), and across stacks that each opened the store, an advisory lock on a file beside
+/// the store does, held only for the save or load itself. Without files (a store that isn't on
+/// disk) only the mutex remains.
+///
+/// A refresh takes turns by a *lease*, not a lock: a file beside the lock file (its path with
+/// `.refresh` appended) that names the holder's process and a deadline, written and removed
+/// under the short lock. No lock is held while the server is asked: iOS terminates a suspended
+/// app that holds a file lock in a shared container, and a lease a suspended or crashed holder
+/// leaves behind ends at its deadline, or as soon as its process is gone.
+package final class SessionLock: Sendable {
     private let mutex = Lock()
-    /// The lock file around saves and loads.
+    /// The lock file around saves and loads, and around the lease's own reads and writes.
     let path: String?
-    /// The lock file around refreshes.
+    /// The lease file of refreshes.
     var refreshPath: String? { path.map { $0 + ".refresh" } }
+    /// How long a lease lasts: longer than any refresh should take.
+    static let leaseDuration: TimeInterval = 60
 
     init(path: String?) {
         self.path = path
@@ -30,21 +44,43 @@ final class SessionLock: Sendable {
         }
     }
 
-    /// Waits, without holding up a thread of the caller's executor, until no other process or
-    /// stack refreshes this store's session; `nil` when there is no refresh lock file, or it
-    /// can't be opened. Hand the result to ``endRefresh(_:)``.
-    func beginRefresh() async -> Int32? {
+    /// Waits until no other process or stack holds the refresh lease, then takes it; returns
+    /// the lease to hand back to ``endRefresh(_:)``. `nil` when the store has no files, when
+    /// the lease can't be written (a read-only directory: there is nobody to take turns with),
+    /// or when the task is cancelled.
+    func beginRefresh() async -> String? {
         guard let refreshPath else { return nil }
-        // NB: flock blocks; a thread of the global queue waits in it rather than a thread of
-        // the cooperative pool.
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Int32?, Never>) in
-            DispatchQueue.global().async {
-                continuation.resume(returning: FileSystem.lockFile(refreshPath))
+        let lease = "\(getpid()) \(UUID().uuidString)"
+        while true {
+            let taken: Bool? = withLock {
+                let holder = (try? FileSystem.read(refreshPath, limit: 1024)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+                if let holder, Self.isHeld(holder) { return false }
+                let deadline = Int(Date().timeIntervalSince1970 + Self.leaseDuration)
+                return (try? FileSystem.writeAtomically(Data("\(lease) \(deadline)\n".utf8), to: refreshPath)) == nil ? nil : true
             }
+            guard let taken else { return nil }
+            if taken { return lease }
+            do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }
         }
     }
 
-    func endRefresh(_ fd: Int32?) {
-        if let fd { FileSystem.unlockFile(fd) }
+    /// Hands the lease back, if it is still this one's.
+    func endRefresh(_ lease: String?) {
+        guard let lease, let refreshPath else { return }
+        withLock {
+            let holder = (try? FileSystem.read(refreshPath, limit: 1024)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
+            if holder?.hasPrefix(lease + " ") == true { try? FileSystem.remove(refreshPath) }
+        }
+    }
+
+    /// Whether the lease `holder` ("PID NONCE DEADLINE") still holds: its deadline hasn't passed
+    /// and its process is alive.
+    package static func isHeld(_ holder: String) -> Bool {
+        let fields = holder.split(separator: " ")
+        guard fields.count == 3, let pid = Int32(fields[0]), let deadline = Int(fields[2].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            return false
+        }
+        guard Double(deadline) > Date().timeIntervalSince1970 else { return false }
+        return kill(pid, 0) == 0 || errno != ESRCH
     }
 }

@@ -18,9 +18,10 @@ public import Foundation
 /// `"\(key).token"` in the secret store and nowhere else.
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
-/// store: saves and loads take turns on an advisory lock on ``lockFile``, and so do refreshes
-/// (on the same path with `.refresh` appended), so that only one of them asks the server at a
-/// time and the others use the token it got.
+/// store: saves and loads take turns on an advisory lock on ``lockFile``, held only while they
+/// read or write; refreshes take turns by a lease beside it (the same path with `.refresh`
+/// appended: the holder's process and a deadline), so that only one of them asks the server at
+/// a time and the others use the token it got. No lock is held while the server is asked.
 public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// Where the snapshot goes.
     public let store: any KeyValueStore
@@ -52,8 +53,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///   - version: The snapshot version this app writes; 1 by default. Raise it when `User` or
     ///     `Config` change shape, and register a migration from the previous version.
     ///   - migrations: Migrations that move older snapshots forward, one version at a time.
-    ///   - lockFile: The file the processes sharing this store lock while they save, load or
-    ///     refresh. By default, for a ``JSONFileStore``, its file's path with `.session-lock`
+    ///   - lockFile: The file the processes sharing this store lock while they save or load, and
+    ///     beside which a refresh's lease is kept. By default, for a ``JSONFileStore``, its file's path with `.session-lock`
     ///     appended; for other stores, none: pass one in a directory every process can reach
     ///     (an app group's container) when several processes share the store.
     ///   - discardsUnpairedSecrets: Whether a load deletes a token that no saved snapshot names,
