@@ -149,3 +149,76 @@ import Darwin
         #expect(app.current.session == nil)
     }
 }
+
+/// Every process told at once: a stack following its store takes another's change.
+@Suite struct StoreFollowingTests {
+    @Test func aFollowingStackTakesAnotherStacksLogoutLoginAndRotation() async throws {
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        let app = makeStack()
+        let widget = makeStack()
+        try app.restore(from: sessions)
+        try widget.restore(from: sessions)
+        let following = widget.followStore(sessions, checkingEvery: .milliseconds(5))
+        defer { following.stop() }
+        let changes = widget.changes
+
+        try app.logout(savingTo: sessions)
+        var change = try #require(await collect(1, from: changes).first)
+        #expect(change.kind == .storeChanged)
+        #expect(change.new.session == nil)
+
+        app.login(user: .grace, token: AuthToken("grace-token"))
+        try app.save(to: sessions)
+        change = try #require(await collect(1, from: changes).first)
+        #expect(change.new.currentUser == .grace)
+        #expect(change.new.session?.token.secret == "grace-token")
+        #expect(change.new.services.authorization == "Bearer grace-token", "services are told, in the same step")
+
+        app.login(user: .grace, token: AuthToken("rotated"))
+        try app.save(to: sessions)
+        change = try #require(await collect(1, from: changes).first)
+        #expect(change.new.session?.token.secret == "rotated")
+    }
+
+    @Test func itsOwnChangesAreNotTakenForAnothers() async throws {
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
+        let app = makeStack()
+        app.enableAutosave(to: sessions)
+        let following = app.followStore(sessions, checkingEvery: .milliseconds(5))
+        defer { following.stop() }
+        let changes = app.changes
+        app.login(user: .ada, token: AuthToken("ada-token"))
+        await app.flushAutosave()
+        try await Task.sleep(for: .milliseconds(100))
+        app.logout()
+        await app.flushAutosave()
+        try await Task.sleep(for: .milliseconds(100))
+        let kinds = await collect(2, from: changes).map(\.kind)
+        #expect(kinds == [.login, .logout])
+        #expect(app.changeSubscriberCount == 1)
+        #expect(app.current.session == nil)
+    }
+
+    @Test(.enabled(if: canRunFixtures))
+    func anotherProcessesLogoutReachesTheStreamWithinASecond() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        let app = makeStack()
+        try app.restore(from: sessions)
+        let following = app.followStore(sessions, checkingEvery: .milliseconds(50))
+        defer { following.stop() }
+        let changes = app.changes
+
+        let helper = sessionWorker("logout", directory.path)
+        helper.standardOutput = FileHandle.nullDevice
+        try helper.run()
+        helper.waitUntilExit()
+        let loggedOutAt = ContinuousClock.now
+        let change = try #require(await collect(1, from: changes).first)
+        #expect(ContinuousClock.now - loggedOutAt < .seconds(1))
+        #expect(change.kind == .storeChanged)
+        #expect(app.current.session == nil)
+    }
+}

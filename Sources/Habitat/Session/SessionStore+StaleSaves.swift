@@ -44,13 +44,13 @@ extension SessionStore {
     /// session is still the known one (a new login or refresh here is this stack's own change,
     /// and is saved). `nil` when the save may go ahead.
     private func storedPairIfMovedPast(_ known: KnownSession, by environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
-        let newest: TokenRecord.Entry?
+        let stored: KnownSession
         do throws(StoreError) {
-            newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
+            let newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
+            stored = KnownSession(pairID: newest?.id, secret: newest?.secret)
         } catch {
             throw .store(error)
         }
-        let stored = KnownSession(pairID: newest?.id, secret: newest?.secret)
         guard stored.pairID != known.pairID else { return nil }
         if let session = environment.session {
             // The stack's session is the one it knew, and the store holds another (or none).

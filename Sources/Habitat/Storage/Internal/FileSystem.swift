@@ -244,7 +244,7 @@ enum FileSystem {
                 offset += written
             }
         }
-        if failure == nil, fsync(fd) != 0 { failure = lastError() }
+        if failure == nil, !flushToDisk(fd) { failure = lastError() }
         close(fd)
         if failure == nil, rename(temporary, path) != 0 { failure = lastError() }
         if let failure {
@@ -322,8 +322,20 @@ enum FileSystem {
     private static func syncDirectory(_ directory: String) {
         let fd = open(directory, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
-        fsync(fd)
+        _ = flushToDisk(fd)
         close(fd)
+    }
+
+    /// Makes what was written to `fd` durable; returns whether it could.
+    ///
+    /// NB: on Apple platforms `fsync` only hands the data to the drive, which may reorder or
+    /// lose it on power loss; `F_FULLFSYNC` asks the drive to write it to its medium. Some file
+    /// systems (network volumes) don't support it: then `fsync` is what there is.
+    private static func flushToDisk(_ fd: Int32) -> Bool {
+        #if canImport(Darwin)
+        if fcntl(fd, F_FULLFSYNC) == 0 { return true }
+        #endif
+        return fsync(fd) == 0
     }
 }
 

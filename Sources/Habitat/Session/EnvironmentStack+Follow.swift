@@ -1,0 +1,87 @@
+// Following the store: another process's (or another stack's) login, logout or token rotation
+// reaches this stack, and its change stream, without waiting for the next launch.
+
+extension EnvironmentStack {
+    /// Follows `sessions`: when another process, or another stack on the same store, logs in,
+    /// logs out, signs someone else in or rotates the token, this stack takes the stored session
+    /// and its ``changes`` stream (and ``ObservableEnvironment``) report it as a
+    /// ``EnvironmentChangeKind/storeChanged`` change.
+    ///
+    /// An app's widget or share extension, a helper process, a second window's stack: each
+    /// follows the store the app saves to, so a logout in one is a logout in all.
+    ///
+    /// ```swift
+    /// let following = appEnvironment.followStore(sessions)
+    /// // ... later, or when `following` is released:
+    /// following.stop()
+    /// ```
+    ///
+    /// The store is checked every `interval` on a background task: one read of the secret store
+    /// (the token record names the stored session), and a full load only when it changed.
+    /// A change made in this stack is never taken for another's: what this stack saved or
+    /// restored is what it compares with. The global stack follows; scopes don't.
+    ///
+    /// - Parameters:
+    ///   - sessions: The store other processes save to.
+    ///   - interval: How often to check; 250 ms by default.
+    /// - Returns: The follower; following stops when it is released or stopped.
+    public func followStore(_ sessions: SessionStore<App>, checkingEvery interval: Duration = .milliseconds(250)) -> StoreFollower {
+        if autosave.knowledge == nil { autosave.knowledge = try? sessions.storedPair() }
+        let task = Task.detached { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self else { return }
+                self.takeStoredSessionIfChanged(in: sessions)
+            }
+        }
+        return StoreFollower(task)
+    }
+
+    /// Takes the stored session when the store holds another pair than the one this stack
+    /// last saved or restored.
+    func takeStoredSessionIfChanged(in sessions: SessionStore<App>) {
+        guard let stored = try? sessions.storedPair(), stored != autosave.knowledge else { return }
+        let snapshot: SessionSnapshot<App>?
+        do throws(SnapshotError) {
+            snapshot = try sessions.load()
+        } catch {
+            return
+        }
+        guard snapshot?.session?.state != .awaitingToken else { return }
+        autosave.knowledge = snapshot?.known ?? stored
+        adoptStoredSession(snapshot?.session, replacing: filledRoot.topEnvironment.session?.token.secret)
+    }
+}
+
+/// A stack following its session store (see ``EnvironmentStack/followStore(_:checkingEvery:)``):
+/// following stops when this is released or ``stop()`` is called.
+public final class StoreFollower: Sendable {
+    private let task: Task<Void, Never>
+
+    init(_ task: Task<Void, Never>) {
+        self.task = task
+    }
+
+    /// Stops following.
+    public func stop() {
+        task.cancel()
+    }
+
+    deinit {
+        task.cancel()
+    }
+}
+
+extension SessionStore {
+    /// The pair the store holds now: the token record's newest entry, without a full load.
+    func storedPair() throws(SnapshotError) -> KnownSession {
+        try lock.withLock { () throws(SnapshotError) -> KnownSession in
+            do throws(StoreError) {
+                let newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
+                return KnownSession(pairID: newest?.id, secret: newest?.secret)
+            } catch {
+                throw .store(error)
+            }
+        }
+    }
+}
