@@ -1,6 +1,8 @@
 // Following the store: another process's (or another stack's) login, logout or token rotation
 // reaches this stack, and its change stream, without waiting for the next launch.
 
+import Dispatch
+
 extension EnvironmentStack {
     /// Follows `sessions`: when another process, or another stack on the same store, logs in,
     /// logs out, signs someone else in or rotates the token, this stack takes the stored session
@@ -27,14 +29,15 @@ extension EnvironmentStack {
     /// - Returns: The follower; following stops when it is released or stopped.
     public func followStore(_ sessions: SessionStore<App>, checkingEvery interval: Duration = .milliseconds(250)) -> StoreFollower {
         if autosave.knowledge == nil { autosave.knowledge = try? sessions.storedPair() }
-        let task = Task.detached { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let self else { return }
-                self.takeStoredSessionIfChanged(in: sessions)
-            }
-        }
-        return StoreFollower(task)
+        // NB: a timer on a dispatch queue, not a task: each check reads a file (or asks the
+        // Keychain) and may wait for the store's lock, which must not hold a thread of the
+        // cooperative pool, and a pool kept busy by the app must not delay the check.
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+        let nanoseconds = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
+        timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .nanoseconds(Int(nanoseconds)))
+        timer.setEventHandler { [weak self] in self?.takeStoredSessionIfChanged(in: sessions) }
+        timer.resume()
+        return StoreFollower(timer)
     }
 
     /// Takes the stored session when the store holds another pair than the one this stack
@@ -55,20 +58,25 @@ extension EnvironmentStack {
 
 /// A stack following its session store (see ``EnvironmentStack/followStore(_:checkingEvery:)``):
 /// following stops when this is released or ``stop()`` is called.
-public final class StoreFollower: Sendable {
-    private let task: Task<Void, Never>
+// Safe: `timer` is read and written only with `lock` held.
+public final class StoreFollower: @unchecked Sendable {
+    private let lock = Lock()
+    private var timer: (any DispatchSourceTimer)?
 
-    init(_ task: Task<Void, Never>) {
-        self.task = task
+    init(_ timer: any DispatchSourceTimer) {
+        self.timer = timer
     }
 
     /// Stops following.
     public func stop() {
-        task.cancel()
+        lock.withLock {
+            timer?.cancel()
+            timer = nil
+        }
     }
 
     deinit {
-        task.cancel()
+        stop()
     }
 }
 
