@@ -191,3 +191,33 @@ enum KeychainApp: EnvironmentSchema {
         #expect(tokenItem == Data("garbage".utf8), "nothing deleted without saying so")
     }
 }
+
+/// An app update that starts sharing the session with an extension moves the token into the
+/// shared access group; existing users stay signed in.
+@Suite struct KeychainAccessGroupMoveTests {
+    @Test func anUpdateMovesTheTokenIntoTheSharedGroupAndKeepsTheUserSignedIn() throws {
+        let keychain = SimulatedKeychain(accessGroups: ["TEAMID.com.example.app", "TEAMID.com.example.shared"])
+        let snapshots = InMemoryStore()
+        // Version 1: the token in the app's default group (the first one).
+        let version1 = SessionStore<KeychainApp>(store: snapshots, secrets: KeychainSecretStore(service: "com.example.app", calls: keychain.calls))
+        let app = EnvironmentStack<KeychainApp>(HabitatEnvironment(services: NoServices(), config: Settings()))
+        app.login(user: Member(name: "Ada"), token: AuthToken("t1"))
+        try app.save(to: version1)
+
+        // Version 2: the token in the shared group, where the extension reads it too.
+        let old = KeychainSecretStore(service: "com.example.app", accessGroup: "TEAMID.com.example.app", calls: keychain.calls)
+        let shared = KeychainSecretStore(service: "com.example.app", accessGroup: "TEAMID.com.example.shared", calls: keychain.calls)
+        let version2 = SessionStore<KeychainApp>(store: snapshots, secrets: shared)
+        #expect(try version2.moveToken(from: old))
+        #expect(keychain.storedData(service: "com.example.app", account: "habitat.session.token", group: "TEAMID.com.example.app") == nil)
+        #expect(keychain.storedData(service: "com.example.app", account: "habitat.session.token", group: "TEAMID.com.example.shared") != nil)
+
+        let relaunched = EnvironmentStack<KeychainApp>(HabitatEnvironment(services: NoServices(), config: Settings()))
+        guard case .restored = relaunched.restoreAtLaunch(from: version2) else {
+            Issue.record("the user should still be signed in")
+            return
+        }
+        #expect(relaunched.current.session?.token.secret == "t1")
+        #expect(try version2.moveToken(from: old) == false, "run again, nothing to move")
+    }
+}

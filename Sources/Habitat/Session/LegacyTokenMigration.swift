@@ -107,3 +107,47 @@ public enum LegacyTokenMigration: Sendable, Hashable {
     /// There was a legacy token, but `user` returned `nil`: it was left where it is.
     case noUser
 }
+
+extension SessionStore {
+    /// Moves the session's token from `oldSecrets`, where an earlier version of the app kept it,
+    /// into this store's ``secrets``: an app update that starts sharing its session with an
+    /// extension moves the token from the app's own keychain access group into a shared one,
+    /// and existing users stay signed in.
+    ///
+    /// Call it at launch, before the restore. It copies the token record, reads it back, and only
+    /// then deletes the old item; run again after a crash, it finishes the move. When this store
+    /// already holds a token (a run that moved it but was killed before deleting), the old copy
+    /// is only deleted.
+    ///
+    /// Name the old store's access group explicitly (the app's own, team-prefixed): a Keychain
+    /// query without a group reads and deletes in every group the app belongs to, the shared one
+    /// included.
+    ///
+    /// ```swift
+    /// let old = KeychainSecretStore(service: "com.example.app", accessGroup: "TEAMID.com.example.app")
+    /// try sessions.moveToken(from: old)   // sessions' secrets: accessGroup "TEAMID.com.example.shared"
+    /// appEnvironment.restoreAtLaunch(from: sessions)
+    /// ```
+    /// - Parameter oldSecrets: Where the token was kept before.
+    /// - Returns: Whether there was a token to move.
+    /// - Throws: ``SnapshotError/store(_:)`` when either store fails; nothing is deleted then
+    ///   unless the copy read back.
+    @discardableResult
+    public func moveToken(from oldSecrets: any SecretStore) throws(SnapshotError) -> Bool {
+        try lock.withLock { () throws(SnapshotError) -> Bool in
+            do throws(StoreError) {
+                guard let old = try oldSecrets.secret(forKey: tokenKey) else { return false }
+                if try secrets.secret(forKey: tokenKey) == nil {
+                    try secrets.setSecret(old, forKey: tokenKey)
+                    guard try secrets.secret(forKey: tokenKey) == old else {
+                        throw StoreError.unavailable(key: tokenKey, reason: "the moved token did not read back; the old copy is kept")
+                    }
+                }
+                try oldSecrets.setSecret(nil, forKey: tokenKey)
+                return true
+            } catch {
+                throw .store(error)
+            }
+        }
+    }
+}
