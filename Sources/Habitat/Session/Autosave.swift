@@ -215,10 +215,7 @@ extension EnvironmentStack {
     /// (token `replacing`) that the store moved past; a change made since wins.
     func adoptStoredSession(_ stored: UserSession<App.User>?, replacing: String?) {
         filledRoot.update(FrameOrigin(.storeChanged)) { environment in
-            guard environment.session?.token.secret == replacing else { return false }
-            environment.session = stored
-            environment.applySession()
-            return true
+            environment.applySessionEvent(.storeChanged(stored, replacing: replacing)).outcome == .applied
         }
     }
 

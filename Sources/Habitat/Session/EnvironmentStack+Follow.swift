@@ -50,7 +50,7 @@ extension EnvironmentStack {
         } catch {
             return
         }
-        guard snapshot?.session?.state != .awaitingToken else { return }
+        if case .awaiting = snapshot?.tokenRead { return }
         autosave.knowledge = snapshot?.known ?? stored
         adoptStoredSession(snapshot?.session, replacing: filledRoot.topEnvironment.session?.token.secret)
     }

@@ -215,8 +215,8 @@ extension EnvironmentStack {
     ///
     /// NB: a session that is gone from the store is not taken as ended: the server decides that.
     private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
-        guard let sessions, let stored = (try? sessions.load())??.session,
-              stored.state != .awaitingToken, stored.token.secret != session.token.secret
+        guard let sessions, let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present,
+              let stored = snapshot.session, stored.token.secret != session.token.secret
         else { return nil }
         return .refreshed(token: stored.token, user: stored.user)
     }
@@ -225,7 +225,7 @@ extension EnvironmentStack {
     /// its secret store can be read again. Returns whether the session has its token now.
     private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
-              let loaded = (try? sessions.load())??.session, loaded.state != .awaitingToken
+              let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session
         else { return false }
         _ = settleAwaitingSession(loaded, origin: FrameOrigin(.restore, at: site))
         return true
@@ -246,28 +246,33 @@ extension EnvironmentStack {
             case .refreshed(let token, let user):
                 state.update(FrameOrigin(.refresh, at: site)) { environment in
                     // NB: a write may run its change again on a newer top; decide afresh.
-                    outcome = .superseded
-                    if joined, environment.session?.token == token {
+                    switch environment.applySessionEvent(.refreshed(from: session.token, to: token, user: user)).outcome {
+                    case .applied:
+                        outcome = .refreshed
+                        return true
+                    case .unchanged:
+                        // Another caller of this refresh applied the token already.
                         outcome = .refreshed
                         return false
+                    case .superseded, .refused:
+                        outcome = .superseded
+                        return false
                     }
-                    guard environment.session?.token == session.token else { return false }
-                    environment.session = UserSession(user: user ?? session.user, token: token, state: .authenticated)
-                    environment.applySession()
-                    outcome = .refreshed
-                    return true
                 }
             case .ended:
                 state.update(FrameOrigin(.logout, at: site)) { environment in
-                    outcome = .superseded
-                    if joined, environment.session == nil {
+                    switch environment.applySessionEvent(.refreshEnded(from: session.token)).outcome {
+                    case .applied:
                         outcome = .ended(expired: expired)
+                        return true
+                    case .unchanged:
+                        // Signed out already: by the leader of this refresh, or by someone else.
+                        outcome = joined ? .ended(expired: expired) : .superseded
+                        return false
+                    case .superseded, .refused:
+                        outcome = .superseded
                         return false
                     }
-                    guard environment.session?.token == session.token else { return false }
-                    outcome = .ended(expired: expired)
-                    environment.clearSession()
-                    return true
                 }
             }
         }

@@ -43,8 +43,7 @@ extension EnvironmentStack {
         withActiveState { state in
             state.update(origin) { environment in
                 environment.config = snapshot.config
-                environment.session = snapshot.session
-                environment.applySession()
+                _ = environment.applySessionEvent(.restored(snapshot.session))
                 return true
             }
         }

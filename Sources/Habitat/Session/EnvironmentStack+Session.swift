@@ -16,7 +16,7 @@ extension EnvironmentStack {
     @inlinable
     public func login(user: App.User, token: AuthToken, fileID: StaticString = #fileID, line: UInt = #line) {
         let origin = FrameOrigin(.login, fileID: fileID, line: line)
-        withActiveState { $0.update(origin) { $0.setSession(user: user, token: token); return true } }
+        withActiveState { $0.update(origin) { _ = $0.applySessionEvent(.login(user, token)); return true } }
         didTransition()
     }
 
@@ -36,9 +36,7 @@ extension EnvironmentStack {
         let committed = withActiveState { state in
             state.update(origin) { environment in
                 ended = environment.session
-                guard ended != nil else { return false }
-                environment.clearSession()
-                return true
+                return environment.applySessionEvent(.logout).outcome == .applied
             }
         }
         if committed { didTransition() }
@@ -97,8 +95,7 @@ extension EnvironmentStack {
         let origin = FrameOrigin(.userUpdated, fileID: fileID, line: line)
         try withActiveState { (state) throws(SessionError) in
             try state.update(origin) { (environment) throws(SessionError) in
-                guard environment.session != nil else { throw .notLoggedIn(operation: "updateCurrentUser") }
-                try environment.setCurrentUser(user)
+                if case .refused(let error) = environment.applySessionEvent(.updateUser(user)).outcome { throw error }
                 return true
             }
         }
@@ -127,7 +124,7 @@ extension EnvironmentStack {
             try state.update(origin) { (environment) throws(SessionError) in
                 guard var user = environment.currentUser else { throw .notLoggedIn(operation: "updateCurrentUser") }
                 change(&user)
-                try environment.setCurrentUser(user)
+                if case .refused(let error) = environment.applySessionEvent(.updateUser(user)).outcome { throw error }
                 return true
             }
         }

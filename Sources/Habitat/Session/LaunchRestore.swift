@@ -33,9 +33,7 @@ extension EnvironmentStack {
     ) -> LaunchRestore<App> {
         do throws(SnapshotError) {
             guard let snapshot = try restore(from: sessions, fileID: fileID, line: line) else { return .nothingSaved }
-            if let problem = snapshot.tokenProblem, snapshot.session?.state == .awaitingToken {
-                return .awaitingToken(snapshot, problem: .store(problem))
-            }
+            if case .awaiting(let problem) = snapshot.tokenRead { return .awaitingToken(snapshot, problem: .store(problem)) }
             return snapshot.session == nil ? .restoredLoggedOut(snapshot) : .restored(snapshot)
         } catch {
             if case .store(.corrupted(_, let movedTo, _)) = error {
@@ -156,9 +154,7 @@ extension EnvironmentStack {
         } catch {
             return .stillAwaiting(error)
         }
-        if let problem = loaded?.tokenProblem, loaded?.session?.state == .awaitingToken {
-            return .stillAwaiting(.store(problem))
-        }
+        if case .awaiting(let problem) = loaded?.tokenRead { return .stillAwaiting(.store(problem)) }
         let session = loaded?.session
         guard settleAwaitingSession(session, origin: FrameOrigin(session == nil ? .logout : .restore, fileID: fileID, line: line)) else {
             return .notAwaiting
@@ -172,10 +168,7 @@ extension EnvironmentStack {
     func settleAwaitingSession(_ session: UserSession<App.User>?, origin: FrameOrigin) -> Bool {
         let committed = withActiveState { state in
             state.update(origin) { environment in
-                guard environment.session?.state == .awaitingToken else { return false }
-                environment.session = session
-                environment.applySession()
-                return true
+                environment.applySessionEvent(.tokenReadable(session)).outcome == .applied
             }
         }
         if committed { didTransition() }

@@ -13,6 +13,9 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     /// yet (the session is then ``AuthState/awaitingToken``), or the stored token was damaged
     /// (the session is then `nil`, and the damaged token is left in place).
     public var tokenProblem: StoreError?
+    /// What the secret store gave for the saved session's token, decided once, by the load.
+    public var tokenRead: TokenRead
+
     /// What the store held when this snapshot was loaded, for the stack that restores it; `nil`
     /// while the session awaits its token.
     var known: KnownSession?
@@ -28,5 +31,27 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
         self.config = config
         self.savedAt = savedAt
         self.tokenProblem = tokenProblem
+        switch (session, tokenProblem) {
+        case (let session?, let problem?) where session.state == .awaitingToken: tokenRead = .awaiting(problem)
+        case (_, let problem?): tokenRead = .damaged(problem)
+        case (.some, nil): tokenRead = .present
+        case (nil, nil): tokenRead = .absent
+        }
     }
+}
+
+/// What a load read of the saved session's token: the one value the restore, the launch and
+/// the unlock decide by, so no decision is made twice.
+public enum TokenRead: Sendable, Equatable {
+    /// The token is there: the session is restored with it.
+    case present
+    /// The secret store couldn't produce the token yet (a locked Keychain, a launch before the
+    /// first unlock): the session waits for it, ``AuthState/awaitingToken``, and nothing is
+    /// written or deleted.
+    case awaiting(StoreError)
+    /// The stored token is damaged: the session is logged out, and the damaged token is left in
+    /// place.
+    case damaged(StoreError)
+    /// There is no session, or its token is gone for good (a logout elsewhere, a reinstall).
+    case absent
 }

@@ -1,0 +1,115 @@
+import Foundation
+@testable import Habitat
+import Testing
+
+/// The session's state machine, driven directly: no stack, no files, no clock. One test per row
+/// of the table in `SessionLifecycle.swift`.
+@Suite struct SessionLifecycleMachineTests {
+    typealias Machine = SessionLifecycle<TestUser>
+    let token = AuthToken("t1")
+    let rotated = AuthToken("t2")
+    var signedIn: UserSession<TestUser> { UserSession(user: .ada, token: token, state: .authenticated) }
+    var restored: UserSession<TestUser> { UserSession(user: .ada, token: token, state: .restored) }
+    var awaiting: UserSession<TestUser> { UserSession(user: .ada, token: AuthToken(""), state: .awaitingToken) }
+    var states: [UserSession<TestUser>?] { [nil, signedIn, restored, awaiting] }
+
+    @Test func loginFromAnyStateSignsInAndSaves() {
+        for state in states {
+            let transition = Machine.transition(from: state, on: .login(.grace, rotated))
+            #expect(transition.outcome == .applied)
+            #expect(transition.session == UserSession(user: .grace, token: rotated, state: .authenticated))
+            #expect(transition.saves)
+        }
+    }
+
+    @Test func logoutEndsEverySessionAndSavesAndIsNothingWhenSignedOut() {
+        for state in [signedIn, restored, awaiting] {
+            let transition = Machine.transition(from: state, on: .logout)
+            #expect(transition.outcome == .applied)
+            #expect(transition.session == nil)
+            #expect(transition.saves, "a logout is saved: the token is deleted first")
+        }
+        let none = Machine.transition(from: nil, on: .logout)
+        #expect(none.outcome == .unchanged)
+        #expect(!none.saves)
+    }
+
+    @Test func updatingTheUserKeepsTheTokenAndStateAndNeedsASession() {
+        for state in [signedIn, restored, awaiting] {
+            let transition = Machine.transition(from: state, on: .updateUser(TestUser(id: 1, name: "Ada L.")))
+            #expect(transition.outcome == .applied)
+            #expect(transition.session?.user.name == "Ada L.")
+            #expect(transition.session?.token == state.token)
+            #expect(transition.session?.state == state.state)
+        }
+        let refused = Machine.transition(from: nil, on: .updateUser(.ada))
+        #expect(refused.outcome == .refused(.notLoggedIn(operation: "updateCurrentUser")))
+        #expect(refused.session == nil)
+    }
+
+    @Test func aRestoreTakesWhatTheStoreHoldsWithoutSaving() {
+        for stored in states {
+            let transition = Machine.transition(from: signedIn, on: .restored(stored))
+            #expect(transition.outcome == .applied)
+            #expect(transition.session == stored)
+            #expect(!transition.saves, "never written back: it is what the store holds")
+        }
+    }
+
+    @Test func aReadableTokenSettlesOnlyAnAwaitingSession() {
+        let settled = Machine.transition(from: awaiting, on: .tokenReadable(restored))
+        #expect(settled.outcome == .applied)
+        #expect(settled.session == restored)
+        let gone = Machine.transition(from: awaiting, on: .tokenReadable(nil))
+        #expect(gone.outcome == .applied)
+        #expect(gone.session == nil)
+        for state in [nil, signedIn, restored] {
+            let transition = Machine.transition(from: state, on: .tokenReadable(nil))
+            #expect(transition.outcome == .unchanged, "nothing was waiting")
+            #expect(transition.session == state)
+        }
+    }
+
+    @Test func aRefreshAppliesToItsOwnSessionOnly() {
+        for state in [signedIn, restored] {
+            let transition = Machine.transition(from: state, on: .refreshed(from: token, to: rotated, user: nil))
+            #expect(transition.outcome == .applied)
+            #expect(transition.session == UserSession(user: .ada, token: rotated, state: .authenticated))
+            #expect(transition.saves)
+        }
+        let renamed = Machine.transition(from: restored, on: .refreshed(from: token, to: rotated, user: .grace))
+        #expect(renamed.session?.user == .grace, "the server may send the user anew")
+        let sameToken = Machine.transition(from: restored, on: .refreshed(from: token, to: token, user: nil))
+        #expect(sameToken.outcome == .applied, "a refresh that keeps the token still confirms the session")
+        #expect(sameToken.session?.state == .authenticated)
+        let joined = Machine.transition(from: UserSession(user: .ada, token: rotated, state: .authenticated), on: .refreshed(from: token, to: rotated, user: nil))
+        #expect(joined.outcome == .unchanged, "another caller applied it")
+        for state: UserSession<TestUser>? in [nil, awaiting, UserSession(user: TestUser.grace, token: AuthToken("other"), state: .authenticated)] {
+            let transition = Machine.transition(from: state, on: .refreshed(from: token, to: rotated, user: nil))
+            #expect(transition.outcome == .superseded)
+            #expect(transition.session == state)
+            #expect(!transition.saves)
+        }
+    }
+
+    @Test func aSessionTheServerEndedSignsOutOnlyItself() {
+        let ended = Machine.transition(from: restored, on: .refreshEnded(from: token))
+        #expect(ended.outcome == .applied)
+        #expect(ended.session == nil)
+        #expect(ended.saves)
+        #expect(Machine.transition(from: nil, on: .refreshEnded(from: token)).outcome == .unchanged)
+        let other = UserSession(user: TestUser.grace, token: AuthToken("other"), state: .authenticated)
+        #expect(Machine.transition(from: other, on: .refreshEnded(from: token)).outcome == .superseded)
+    }
+
+    @Test func aChangeFromTheStoreReplacesOnlyTheSessionItWasAbout() {
+        let taken = Machine.transition(from: restored, on: .storeChanged(nil, replacing: token.secret))
+        #expect(taken.outcome == .applied)
+        #expect(taken.session == nil)
+        #expect(!taken.saves, "it is what the store holds")
+        let signedInElsewhere = Machine.transition(from: nil, on: .storeChanged(signedIn, replacing: nil))
+        #expect(signedInElsewhere.session == signedIn)
+        let changedHere = Machine.transition(from: UserSession(user: .grace, token: rotated, state: .authenticated), on: .storeChanged(nil, replacing: token.secret))
+        #expect(changedHere.outcome == .superseded, "a change made here since wins")
+    }
+}
