@@ -77,6 +77,55 @@ import Darwin
         #expect(try !directory.anyFileContains("token-"), "no file holds a token after logout")
     }
 
+    /// The same harness with two processes on one store: one signs users in and out (each
+    /// login and each logout saved before it says so) and is killed with SIGKILL at a random
+    /// moment, 50 times; the other, which never signs in or out, saves configuration changes all
+    /// the while. After every kill: a session is never another save's user with another's token,
+    /// the config process never brings back a session that was logged out, and no temporary file
+    /// is left.
+    @Test(.enabled(if: canRunFixtures))
+    func aSecondProcessSavingConfigNeverUndoesALogoutThroughKills() throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment())
+        let configSaver = sessionWorker("config-loop", directory.path)
+        let ready = Pipe()
+        configSaver.standardOutput = ready
+        try configSaver.run()
+        _ = ready.fileHandleForReading.readData(ofLength: 6)
+        defer {
+            _ = Glibc_kill(configSaver.processIdentifier, SIGKILL)
+            configSaver.waitUntilExit()
+        }
+        var generator = SplitMix(seed: 7)
+        for kill in 1...50 {
+            let signer = sessionWorker("sign-in-out-loop", directory.path, "\(kill * 100_000)")
+            let output = Pipe()
+            signer.standardOutput = output
+            try signer.run()
+            let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+            usleep(UInt32(generator.next() % 20_000))
+            _ = Glibc_kill(signer.processIdentifier, SIGKILL)
+            signer.waitUntilExit()
+            let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let last = try #require(printed.split(separator: "\n").last.map(String.init), "kill \(kill): the signer acknowledged a save")
+            let sessions = try sharedSessions(in: directory.url)
+            let session = try sessions.load()?.session
+            if let session {
+                #expect(session.token.secret == "token-\(session.user.id)", "kill \(kill): the user's own token")
+                // Signed in: by the last acknowledged login, or by the one in flight after a logout.
+                let parts = last.split(separator: " ")
+                let n = Int(parts[1]) ?? -1
+                #expect(parts[0] == "in" ? session.user.id == n : session.user.id == n + 1,
+                        "kill \(kill): the last acknowledged save was '\(last)', yet \(session.user.id) is signed in")
+            }
+            for folder in [directory.path, directory.file("secrets").path] {
+                let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+                #expect(!names.contains { $0.contains(".tmp-") && !$0.contains("\(configSaver.processIdentifier)") },
+                        "kill \(kill): temporary files left in \(folder): \(names)")
+            }
+        }
+    }
+
     /// Two processes write different keys to one file at once, 1,000 each: no key is lost.
     @Test(.enabled(if: canRunFixtures))
     func twoProcessesNeverLoseEachOthersKeys() throws {

@@ -15,6 +15,10 @@
 //                                      "token-(FIRST + n)"; print "refreshed N" once it is saved
 //     logout DIR                       restore DIR's session and log out, saving before exit;
 //                                      print "logged out"
+//     sign-in-out-loop DIR FIRST       sign user FIRST in, save, log out, save, then FIRST + 1...
+//                                      forever, printing "in N" / "out N" after each save
+//     config-loop DIR                  restore once, then change the configuration and save,
+//                                      forever: a second process that never signs in or out
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -101,6 +105,27 @@ func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> S
             try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
             try stack.logout(savingTo: sessions)
             print("logged out")
+        case ("sign-in-out-loop", 3):
+            let first = try #require(Int(arguments[2]))
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            stack.restoreAtLaunch(from: sessions)
+            for n in first... {
+                stack.login(user: TestUser(id: n, name: "user \(n)"), token: AuthToken("token-\(n)"))
+                try stack.save(to: sessions)
+                FileHandle.standardOutput.write(Data("in \(n)\n".utf8))
+                try stack.logout(savingTo: sessions)
+                FileHandle.standardOutput.write(Data("out \(n)\n".utf8))
+            }
+        case ("config-loop", 2):
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            stack.restoreAtLaunch(from: sessions)
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
+            while true {
+                stack.updateConfig { $0.timeout += 1 }
+                try stack.save(to: sessions)
+            }
         case ("migrate", 4):
             let killAt = try #require(Int(arguments[3]))
             let writes = KillSwitch(at: killAt)
