@@ -114,7 +114,6 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         }
     }
 
-    /// Why the last save failed, if it did.
     /// Saves `environment` knowing what the stack last saw of the store; a save the store has
     /// moved past hands the stored session to `adopt` instead.
     func save(
@@ -137,6 +136,7 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         set { lock.withLock { known = newValue } }
     }
 
+    /// Why the last save failed, if it did.
     var lastFailure: SnapshotError? {
         lock.withLock { failure }
     }
@@ -210,7 +210,6 @@ extension EnvironmentStack {
         await autosave.flush()
     }
 
-    /// Called after a session or configuration transition committed.
     /// Takes `stored`, the session the store holds, if the stack's session is still the one
     /// (token `replacing`) that the store moved past; a change made since wins.
     func adoptStoredSession(_ stored: UserSession<App.User>?, replacing: String?) {
@@ -219,6 +218,7 @@ extension EnvironmentStack {
         }
     }
 
+    /// Called after a session or configuration transition committed.
     @inlinable
     func didTransition() {
         if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }
