@@ -34,21 +34,26 @@ def main():
                 "requests_per_s": round(median("requests_per_s")), "p50_ms": round(median("p50_ms"), 3),
                 "p99_ms": round(median("p99_ms"), 3), "peak_rss_mb": round(median("peak_rss_mb"), 1),
                 "requests": sum(int(r["requests"]) for r in runs), "mismatches": sum(int(r["mismatches"]) for r in runs),
+                "cpu_us_per_request": round(median("cpu_us_per_request"), 2) if "cpu_us_per_request" in runs[0] else 0,
             })
     floor = {r["connections"]: r for r in results if r["variant"] == "floor"}
-    print("| variant | connections | requests/s | x floor | p50 ms | p99 ms | x floor | peak RSS MB | x floor | requests | mismatches |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    tasklocal = {r["connections"]: r for r in results if r["variant"] == "tasklocal"}
+    print("| variant | connections | CPU us/request | x floor | x task-local | requests/s | x floor | p50 ms | p99 ms | x floor | peak RSS MB | x floor | requests | mismatches |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         f = floor.get(r["connections"])
         ratio = lambda key: f"{r[key] / f[key]:.2f}" if f and f[key] else ""
-        print(f"| {r['variant']} | {r['connections']} | {r['requests_per_s']:,} | {ratio('requests_per_s')} | {r['p50_ms']} | "
+        t = tasklocal.get(r["connections"])
+        cpu_vs_tasklocal = f"{r['cpu_us_per_request'] / t['cpu_us_per_request']:.2f}" if t and t["cpu_us_per_request"] else ""
+        print(f"| {r['variant']} | {r['connections']} | {r['cpu_us_per_request']} | {ratio('cpu_us_per_request')} | {cpu_vs_tasklocal} | "
+              f"{r['requests_per_s']:,} | {ratio('requests_per_s')} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {ratio('p99_ms')} | {r['peak_rss_mb']} | {ratio('peak_rss_mb')} | {r['requests']:,} | {r['mismatches']} |")
     total = sum(r["requests"] for r in results if r["variant"] == "habitat")
     bad = sum(r["mismatches"] for r in results)
     print(f"\nHabitat answered {total:,} requests; mismatched or failed responses, all variants: {bad}")
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as out:
-            keys = ["variant", "connections", "requests_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "requests", "mismatches"]
+            keys = ["variant", "connections", "cpu_us_per_request", "requests_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "requests", "mismatches"]
             out.write("\t".join(keys) + "\n")
             for r in results:
                 out.write("\t".join(str(r[k]) for k in keys) + "\n")

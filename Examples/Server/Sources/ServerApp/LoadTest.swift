@@ -41,7 +41,7 @@ func resolve(_ request: Request) throws -> RequestValues {
     guard let token = request.bearerToken else { throw HTTPError(.unauthorized, message: "missing bearer token") }
     let base = appEnvironment.current
     guard let member = base.services.members.member(forToken: token) else { throw HTTPError(.unauthorized, message: "unknown token") }
-    let requestID = request.requestID
+    let requestID = request.newRequestID()
     var logger = base.services.logger
     logger[metadataKey: "request_id"] = "\(requestID)"
     return RequestValues(member: member, requestID: requestID, logger: logger, started: Date())

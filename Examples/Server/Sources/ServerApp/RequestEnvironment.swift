@@ -45,7 +45,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
             throw HTTPError(.unauthorized, message: "unknown or expired token")
         }
         let started = Date()
-        let requestID = request.requestID
+        let requestID = request.newRequestID()
         return try await appEnvironment.withEnvironment({ environment in
             environment.setSession(user: member, token: AuthToken(token))
             environment.services.requestID = requestID
@@ -60,8 +60,8 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
 private let requestCounter = Atomic<Int>(0)
 
 extension Request {
-    /// A new request ID: a number of this process's own.
-    public var requestID: String {
+    /// Makes a new request ID, a number of this process's own: each call is another request's.
+    public func newRequestID() -> String {
         String(requestCounter.wrappingAdd(1, ordering: .relaxed).newValue)
     }
 
