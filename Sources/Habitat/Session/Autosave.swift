@@ -214,7 +214,7 @@ extension EnvironmentStack {
     /// (token `replacing`) that the store moved past; a change made since wins.
     func adoptStoredSession(_ stored: UserSession<App.User>?, replacing: String?) {
         filledRoot.update(FrameOrigin(.storeChanged)) { environment in
-            environment.applySessionEvent(.storeChanged(stored, replacing: replacing)).outcome == .applied
+            environment.applySessionEvent(.storeChanged(stored, replacing: replacing)).outcome.isApplied
         }
     }
 

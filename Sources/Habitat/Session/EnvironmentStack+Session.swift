@@ -36,7 +36,7 @@ extension EnvironmentStack {
         let committed = withActiveState { state in
             state.update(origin) { environment in
                 ended = environment.session
-                return environment.applySessionEvent(.logout).outcome == .applied
+                return environment.applySessionEvent(.logout).outcome.isApplied
             }
         }
         if committed { didTransition() }

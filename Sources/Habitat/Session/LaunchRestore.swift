@@ -168,7 +168,7 @@ extension EnvironmentStack {
     func settleAwaitingSession(_ session: UserSession<App.User>?, origin: FrameOrigin) -> Bool {
         let committed = withActiveState { state in
             state.update(origin) { environment in
-                environment.applySessionEvent(.tokenReadable(session)).outcome == .applied
+                environment.applySessionEvent(.tokenReadable(session)).outcome.isApplied
             }
         }
         if committed { didTransition() }

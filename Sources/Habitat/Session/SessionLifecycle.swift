@@ -68,6 +68,13 @@ enum SessionLifecycle<User: Codable & Sendable> {
         case superseded
         /// The event is not allowed in this state.
         case refused(SessionError)
+
+        /// Whether the session moved.
+        @inlinable
+        var isApplied: Bool {
+            if case .applied = self { return true }
+            return false
+        }
     }
 
     /// A transition: the session after it, and whether the stack should save it.
@@ -135,12 +142,15 @@ enum SessionLifecycle<User: Codable & Sendable> {
 
 extension HabitatEnvironment {
     /// Moves the session by `event`, telling the services (see ``EnvironmentSchema/services(_:for:)``)
-    /// when it changed; returns the transition, so the caller commits or drops the update.
+    /// when it changed; returns the transition, so the caller commits or drops the update (its
+    /// `session` is moved into the environment when applied).
     @inlinable
     mutating func applySessionEvent(_ event: SessionLifecycle<App.User>.Event) -> SessionLifecycle<App.User>.Transition {
-        let transition = SessionLifecycle.transition(from: session, on: event)
-        if transition.outcome == .applied {
-            session = transition.session
+        var transition = SessionLifecycle.transition(from: session, on: event)
+        if transition.outcome.isApplied {
+            // NB: moved out, not copied: a copy retains the user's and the token's storage once
+            // more, and the transition releases it again.
+            session = transition.session.take()
             applySession()
         }
         return transition
