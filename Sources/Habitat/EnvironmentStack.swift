@@ -8,8 +8,7 @@
 /// meet.
 ///
 /// ```swift
-/// let appEnvironment = EnvironmentStack<AppWorld>(HabitatEnvironment(services: .live, config:
-/// .default))
+/// let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
 ///
 /// appEnvironment.login(user: account, token: AuthToken("s3cr3t"))
 /// let name = appEnvironment.current.currentUser?.name
