@@ -16,6 +16,14 @@ import Darwin
         return sessions
     }
 
+    /// Two stacks on one store (two parts of an app, or two processes), both restored.
+    func twoStacksRestored(from sessions: SessionStore<TestApp>) throws -> (EnvironmentStack<TestApp>, EnvironmentStack<TestApp>) {
+        let (first, second) = (makeStack(), makeStack())
+        try first.restore(from: sessions)
+        try second.restore(from: sessions)
+        return (first, second)
+    }
+
     @Test func aLogoutWhoseSnapshotCantBeWrittenThrowsAndStillEndsTheSession() throws {
         let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
@@ -65,10 +73,7 @@ import Darwin
 
     @Test func aStackThatMissedALogoutSavesItsConfigAndTakesTheLogout() async throws {
         let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
-        let first = makeStack()
-        let second = makeStack()
-        try first.restore(from: sessions)
-        try second.restore(from: sessions)
+        let (first, second) = try twoStacksRestored(from: sessions)
         try first.logout(savingTo: sessions)
 
         let changes = second.changes
@@ -84,10 +89,7 @@ import Darwin
 
     @Test func aStackThatMissedARotationKeepsTheNewToken() throws {
         let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
-        let first = makeStack()
-        let second = makeStack()
-        try first.restore(from: sessions)
-        try second.restore(from: sessions)
+        let (first, second) = try twoStacksRestored(from: sessions)
         first.login(user: .ada, token: AuthToken("rotated"))
         try first.save(to: sessions)
 
@@ -99,10 +101,7 @@ import Darwin
 
     @Test func aStacksOwnNewLoginIsSavedOverAnOlderChange() throws {
         let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
-        let first = makeStack()
-        let second = makeStack()
-        try first.restore(from: sessions)
-        try second.restore(from: sessions)
+        let (first, second) = try twoStacksRestored(from: sessions)
         try first.logout(savingTo: sessions)
         second.login(user: .grace, token: AuthToken("grace-token"))
         try second.save(to: sessions)
@@ -111,10 +110,7 @@ import Darwin
 
     @Test func aLogoutHereKeepsALoginMadeElsewhereSince() throws {
         let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
-        let first = makeStack()
-        let second = makeStack()
-        try first.restore(from: sessions)
-        try second.restore(from: sessions)
+        let (first, second) = try twoStacksRestored(from: sessions)
         first.login(user: .grace, token: AuthToken("grace-token"))
         try first.save(to: sessions)
         try second.logout(savingTo: sessions)

@@ -79,17 +79,3 @@ public final class StoreFollower: @unchecked Sendable {
         stop()
     }
 }
-
-extension SessionStore {
-    /// The pair the store holds now: the token record's newest entry, without a full load.
-    func storedPair() throws(SnapshotError) -> KnownSession {
-        try lock.withLock { () throws(SnapshotError) -> KnownSession in
-            do throws(StoreError) {
-                let newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
-                return KnownSession(pairID: newest?.id, secret: newest?.secret)
-            } catch {
-                throw .store(error)
-            }
-        }
-    }
-}

@@ -53,8 +53,7 @@ package final class SessionLock: Sendable {
         let lease = "\(getpid()) \(UUID().uuidString)"
         while true {
             let taken: Bool? = withLock {
-                let holder = (try? FileSystem.read(refreshPath, limit: 1024)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
-                if let holder, Self.isHeld(holder) { return false }
+                if let holder = Self.leaseHolder(refreshPath), Self.isHeld(holder) { return false }
                 let deadline = Int(Date().timeIntervalSince1970 + Self.leaseDuration)
                 return (try? FileSystem.writeAtomically(Data("\(lease) \(deadline)\n".utf8), to: refreshPath)) == nil ? nil : true
             }
@@ -68,9 +67,14 @@ package final class SessionLock: Sendable {
     func endRefresh(_ lease: String?) {
         guard let lease, let refreshPath else { return }
         withLock {
-            let holder = (try? FileSystem.read(refreshPath, limit: 1024)).flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }
-            if holder?.hasPrefix(lease + " ") == true { try? FileSystem.remove(refreshPath) }
+            if Self.leaseHolder(refreshPath)?.hasPrefix(lease + " ") == true { try? FileSystem.remove(refreshPath) }
         }
+    }
+
+    /// What the lease file says, if it can be read.
+    private static func leaseHolder(_ path: String) -> String? {
+        guard let data = (try? FileSystem.read(path, limit: 1024)) ?? nil else { return nil }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Whether the lease `holder` ("PID NONCE DEADLINE") still holds: its deadline hasn't passed

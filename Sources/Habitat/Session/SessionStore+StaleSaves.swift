@@ -44,13 +44,7 @@ extension SessionStore {
     /// session is still the known one (a new login or refresh here is this stack's own change,
     /// and is saved). `nil` when the save may go ahead.
     private func storedPairIfMovedPast(_ known: KnownSession, by environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
-        let stored: KnownSession
-        do throws(StoreError) {
-            let newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
-            stored = KnownSession(pairID: newest?.id, secret: newest?.secret)
-        } catch {
-            throw .store(error)
-        }
+        let stored = try storedPairLocked()
         guard stored.pairID != known.pairID else { return nil }
         if let session = environment.session {
             // The stack's session is the one it knew, and the store holds another (or none).
@@ -58,5 +52,19 @@ extension SessionStore {
         }
         // A logout here: the store holds a session this stack never saw (a login elsewhere).
         return stored.pairID == nil ? nil : stored
+    }
+
+    /// The pair the store holds now: the token record's newest entry, without a full load.
+    func storedPair() throws(SnapshotError) -> KnownSession {
+        try lock.withLock { () throws(SnapshotError) -> KnownSession in try storedPairLocked() }
+    }
+
+    private func storedPairLocked() throws(SnapshotError) -> KnownSession {
+        do throws(StoreError) {
+            let newest = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.tokens.first
+            return KnownSession(pairID: newest?.id, secret: newest?.secret)
+        } catch {
+            throw .store(error)
+        }
     }
 }

@@ -6,8 +6,8 @@
 /// run the stack's base starts empty, the stack counts one scope that never ends, so every read
 /// looks for the task's scope, and a read that finds none comes here: it is reported, and the
 /// live base is built then, once, so the test can go on.
-// Safe: `built`, `buildCount`, `warned` are read and written only with `lock` held; the rest is immutable.
 @usableFromInline
+// Safe: `built` and `warned` are read and written only with `lock` held; the rest is immutable.
 final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
     let build: @Sendable () -> HabitatEnvironment<App>
     let fileID: StaticString
@@ -16,7 +16,6 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
     @usableFromInline let fenced: Bool
     private let lock = Lock()
     private var built: HabitatEnvironment<App>?
-    private var buildCount = 0
     private var warned = false
 
     init(build: @escaping @Sendable () -> HabitatEnvironment<App>, fenced: Bool, fileID: StaticString, line: UInt) {
@@ -32,13 +31,12 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
             if let built { return built }
             let environment = build()
             built = environment
-            buildCount += 1
             return environment
         }
     }
 
     /// How many times the live world was built: 0 or 1.
-    var builds: Int { lock.withLock { buildCount } }
+    var builds: Int { lock.withLock { built == nil ? 0 : 1 } }
 
     /// Reports a read that reached the base in a test run: to HabitatTesting, which fails the
     /// test, or, in a process that doesn't link it, as one warning.
