@@ -28,24 +28,6 @@ let package = Package(
         .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
-        // An app-like module with its own tests, in both frameworks.
-        .target(name: "ProfileFeature", dependencies: ["Habitat"], path: "Examples/ProfileFeature/Sources/ProfileFeature"),
-        .target(
-            name: "ProfileFeatureTestSupport",
-            dependencies: ["ProfileFeature", "Habitat", "HabitatTesting"],
-            path: "Examples/ProfileFeature/Sources/ProfileFeatureTestSupport"
-        ),
-        .testTarget(
-            name: "ProfileFeatureTests",
-            dependencies: ["ProfileFeature", "ProfileFeatureTestSupport", "Habitat", "HabitatTesting"],
-            path: "Examples/ProfileFeature/Tests/ProfileFeatureTests"
-        ),
-        .testTarget(
-            name: "ProfileFeatureXCTests",
-            dependencies: ["ProfileFeature", "ProfileFeatureTestSupport", "Habitat", "HabitatTesting"],
-            path: "Examples/ProfileFeature/Tests/ProfileFeatureXCTests"
-        ),
-
         // A main-actor app, as Xcode 26 creates them, tested in both frameworks.
         .target(
             name: "MainActorApp",

@@ -33,6 +33,9 @@ let package = Package(
             ],
             path: "BenchSupport"
         ),
+        // A feature module that reads through a slice of the app's world, as a feature package
+        // would: compiled apart from the app, so its read is not inlined into the caller.
+        .target(name: "BenchFeature", dependencies: [.product(name: "Habitat", package: habitat)], path: "BenchFeature"),
         // glibc's heap statistics, for the bytes each open scope holds.
         .target(name: "BenchHeap", path: "BenchHeap"),
         // The comparison rows, in ordo-one/benchmark.
@@ -64,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "habitat-instruction-probe",
             dependencies: [
-                "BenchSupport",
+                "BenchSupport", "BenchFeature",
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],

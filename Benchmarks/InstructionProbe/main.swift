@@ -4,6 +4,7 @@
 //
 //     habitat-instruction-probe OPERATION COUNT
 
+import BenchFeature
 import BenchSupport
 import Dependencies
 import Foundation
@@ -12,12 +13,43 @@ import Habitat
 let stack = EnvironmentStack<BenchApp>(makeEnvironment())
 let token = AuthToken("t")
 
+/// The app of the feature rows: its own services and a feature's, as `Examples/ModularApp` has.
+struct ComposedServices: Sendable {
+    var api = "live"
+    var analytics = "live"
+    var feature = FeatureNeeds(timeout: 30, endpoint: "live")
+}
+enum ComposedApp: EnvironmentSchema { typealias Services = ComposedServices }
+let composed = EnvironmentStack<ComposedApp>(HabitatEnvironment(services: ComposedServices()))
+let featureSlice = composed.slice(\.feature)
+
+/// The feature rows' floor: the same field read by a function of the app, not inlined, as the
+/// feature's function is not.
+@inline(never)
+func appTimeout() -> Int { composed.current.services.feature.timeout }
+
+/// A lazy service, built before the loop for the published-read row.
+struct LazyHolder: Sendable { @LazyService var config: BenchConfig }
+let builtLazy = LazyHolder(config: BenchConfig())
+
 let operations: [String: (Int) -> Void] = [
     "read": { count in for _ in 0..<count { sink(stack.current.config.timeout) } },
     "read-floor": { count in for _ in 0..<count { sink(plainGlobal.timeout) } },
     "read-swift-dependencies": { count in
         let reader = DependencyReader()
         for _ in 0..<count { sink(reader.config.timeout) }
+    },
+    "feature-read": { count in for _ in 0..<count { sink(featureTimeout(featureSlice)) } },
+    "feature-read-app": { count in for _ in 0..<count { sink(appTimeout()) } },
+    "lazy-read": { count in
+        sink(builtLazy.config.timeout)
+        for _ in 0..<count { sink(builtLazy.config.timeout) }
+    },
+    "lazy-first-read": { count in
+        for index in 0..<count {
+            let holder = LazyHolder(config: BenchConfig(timeout: index))
+            sink(holder.config.timeout)
+        }
     },
     "scoped-read": { count in
         stack.withEnvironment({ $0.config.timeout = 2 }) {

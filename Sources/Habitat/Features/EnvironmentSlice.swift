@@ -1,0 +1,214 @@
+public import Foundation
+
+/// A feature's view of the app's world: the part of the app's services that a feature module
+/// declares it needs, read and changed through the app's own stack.
+///
+/// A feature package states what it needs as a struct of its own, and takes a slice of it:
+///
+/// ```swift
+/// // In the ProfileFeature package, which knows nothing of the app.
+/// public struct ProfileServices: Sendable {
+///     public var profileAPI: ProfileAPI
+///     public var analytics: Analytics
+/// }
+///
+/// public final class ProfileModel {
+///     let environment: EnvironmentSlice<ProfileServices>
+///     public init(environment: EnvironmentSlice<ProfileServices>) { self.environment = environment }
+/// }
+/// ```
+///
+/// The app keeps each feature's services in its own (`var profile: ProfileServices`) and hands
+/// the feature its slice, in one place: `ProfileModel(environment: appEnvironment.slice(\.profile))`.
+/// The compiler checks the composition: the app's services must hold a `ProfileServices`, and
+/// making one names every service the feature needs.
+///
+/// A slice is a view, not a copy: a read gives the feature's services in the calling task's
+/// world (its scope's, inside one); a scope or a push made through the slice is the app's stack's
+/// own, seen by the app's readers, and the app's scopes, pushes and session changes are seen
+/// through the slice in the same step.
+///
+/// A feature's tests give it a world of its own, in one line:
+/// `ProfileModel(environment: .test(ProfileServices(profileAPI: .mock, analytics: .recording)))`.
+public struct EnvironmentSlice<Services: Sendable>: Sendable {
+    @usableFromInline let read: @Sendable () -> Services
+    @usableFromInline let source: SliceSource<Services>
+
+    @inlinable
+    init(read: @escaping @Sendable () -> Services, source: SliceSource<Services>) {
+        self.read = read
+        self.source = source
+    }
+
+    /// The feature's services in the calling task's world: a copy, read in place when the app
+    /// keeps them in a stored property, through the key path when it computes them.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public var services: Services { read() }
+
+    /// The calling task's world's clock, locale, calendar and time zone, without its services.
+    public var basics: WorldBasics { source.basics() }
+
+    /// Runs `operation` with the feature's services changed, for the calling task and its child
+    /// tasks only: a scope of the app's stack, so the app's readers in the scope see it too.
+    /// - Parameters:
+    ///   - change: Changes the feature's services the scope starts from.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withServices<R, E: Error>(
+        _ change: (inout Services) -> Void,
+        operation: () throws(E) -> R
+    ) throws(E) -> R {
+        try source.withServices(change, operation: operation)
+    }
+
+    /// Runs the asynchronous `operation` with the feature's services changed, for the calling
+    /// task and the child tasks it starts only; see ``withServices(_:operation:)``.
+    /// - Parameters:
+    ///   - change: Changes the feature's services the scope starts from.
+    ///   - isolation: The actor to run `operation` on; the caller's, by default.
+    ///   - operation: The work to run in the scope.
+    /// - Returns: What `operation` returns.
+    /// - Throws: Whatever `operation` throws, after the scope has ended.
+    public func withServices<R, E: Error>(
+        _ change: (inout Services) -> Void,
+        isolation: isolated (any Actor)? = #isolation,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        try await source.withServices(change, isolation: isolation, operation: operation)
+    }
+
+    /// Pushes a copy of the current world with the feature's services changed onto the app's
+    /// stack (the calling task's scope's, inside one).
+    /// - Parameter change: Changes the feature's services in the pushed world.
+    public func push(_ change: (inout Services) -> Void) {
+        source.push(change)
+    }
+
+    /// Pops the app's stack (the calling task's scope's, inside one) and returns the popped
+    /// world's feature services, or `nil` at the base, which is never popped.
+    @discardableResult
+    public func pop() -> Services? { source.pop() }
+
+    /// A slice over a world of its own, whose services are `services`: for a feature's tests
+    /// and previews, which need no app.
+    ///
+    /// Each call makes a new world, so tests that make their own never meet.
+    /// - Parameters:
+    ///   - services: The feature's services: mocks, recorders, stubs.
+    ///   - now: The world's clock; a fixed instant by default, as `HabitatEnvironment.test` has.
+    public static func test(
+        _ services: Services,
+        now: @escaping @Sendable () -> Date = { Date(timeIntervalSinceReferenceDate: 0) }
+    ) -> EnvironmentSlice<Services> {
+        var world = HabitatEnvironment<SliceWorld<Services>>(services: services)
+        world.now = now
+        return EnvironmentStack(world).slice(\.self)
+    }
+}
+
+/// The world a ``EnvironmentSlice/test(_:now:)`` slice lives in: its services and nothing else.
+public enum SliceWorld<Services: Sendable>: EnvironmentSchema {}
+
+/// The parts of a world every feature may read without declaring them: its clock and its
+/// place.
+public struct WorldBasics: Sendable {
+    /// The world's clock.
+    public var now: @Sendable () -> Date
+    /// The world's locale.
+    public var locale: Locale
+    /// The world's calendar.
+    public var calendar: Calendar
+    /// The world's time zone.
+    public var timeZone: TimeZone
+}
+
+extension EnvironmentStack {
+    /// The slice of this stack's world that a feature module reads: the services at
+    /// `services`, a stored or computed property of the app's services.
+    ///
+    /// ```swift
+    /// let profile = ProfileModel(environment: appEnvironment.slice(\.profile))
+    /// ```
+    /// - Parameter services: Where the feature's services live in the app's.
+    /// - Returns: A view of this stack: reads and scopes through it are this stack's.
+    @inlinable
+    public func slice<Services>(_ services: WritableKeyPath<App.Services, Services>) -> EnvironmentSlice<Services> {
+        let source = StackSlice(stack: self, services: services)
+        // NB: a key path read is a walk through the run time's key-path machinery, about 800
+        // instructions against a field read's 50 (Benchmarks/README, "Feature slices"). A
+        // stored property has a fixed offset in the environment, so the slice reads it in
+        // place there instead; a computed one goes through the key path.
+        if let offset = InPlaceField<App, Services>.offset(of: services) {
+            return EnvironmentSlice(read: { InPlaceField<App, Services>.read(self, at: offset) }, source: source)
+        }
+        nonisolated(unsafe) let path = services
+        return EnvironmentSlice(read: { self.current.services[keyPath: path] }, source: source)
+    }
+}
+
+/// What a slice does besides reading, for the stack it views.
+@usableFromInline
+class SliceSource<Services: Sendable>: @unchecked Sendable {
+    @usableFromInline init() {}
+    func basics() -> WorldBasics { fatalError("abstract") }
+    func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R {
+        fatalError("abstract")
+    }
+    func withServices<R, E: Error>(
+        _ change: (inout Services) -> Void,
+        isolation: isolated (any Actor)?,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        fatalError("abstract")
+    }
+    func push(_ change: (inout Services) -> Void) { fatalError("abstract") }
+    func pop() -> Services? { fatalError("abstract") }
+}
+
+/// A slice's view of one stack.
+// Safe: both stored properties are immutable and Sendable (a key path is immutable; Swift 6.3
+// can't say `WritableKeyPath: Sendable` for a generic root).
+@usableFromInline
+final class StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource<Services>, @unchecked Sendable {
+    @usableFromInline let stack: EnvironmentStack<App>
+    @usableFromInline let services: WritableKeyPath<App.Services, Services>
+
+    @usableFromInline
+    init(stack: EnvironmentStack<App>, services: WritableKeyPath<App.Services, Services>) {
+        self.stack = stack
+        self.services = services
+    }
+
+    override func basics() -> WorldBasics {
+        let world = stack.current
+        return WorldBasics(now: world.now, locale: world.locale, calendar: world.calendar, timeZone: world.timeZone)
+    }
+
+    override func withServices<R, E: Error>(
+        _ change: (inout Services) -> Void,
+        operation: () throws(E) -> R
+    ) throws(E) -> R {
+        try stack.withEnvironment({ change(&$0.services[keyPath: services]) }, operation: operation)
+    }
+
+    override func withServices<R, E: Error>(
+        _ change: (inout Services) -> Void,
+        isolation: isolated (any Actor)?,
+        operation: () async throws(E) -> R
+    ) async throws(E) -> R {
+        var world = stack.current
+        change(&world.services[keyPath: services])
+        return try await stack.withEnvironment(world, isolation: isolation, operation: operation)
+    }
+
+    override func push(_ change: (inout Services) -> Void) {
+        stack.push { change(&$0.services[keyPath: services]) }
+    }
+
+    override func pop() -> Services? {
+        stack.pop()?.services[keyPath: services]
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Habitat
+import Testing
+
+/// What a feature module declares it needs.
+private struct GreetingServices: Sendable {
+    var greeting: String
+    /// Filled by the app's session handling: the signed-in member's name.
+    var memberName: String?
+}
+
+/// A feature's model, which knows only its slice.
+private struct GreetingModel: Sendable {
+    let environment: EnvironmentSlice<GreetingServices>
+    func greet() -> String { "\(environment.services.greeting), \(environment.services.memberName ?? "guest")" }
+}
+
+/// The app's services, holding the feature's.
+private struct ComposedServices: Sendable, SessionDependent {
+    var label = "app"
+    var greetings = GreetingServices(greeting: "Hello")
+
+    /// A feature's services made from the app's own: one greeting, shared.
+    var shared: GreetingServices {
+        get { GreetingServices(greeting: label, memberName: greetings.memberName) }
+        set { label = newValue.greeting; greetings.memberName = newValue.memberName }
+    }
+
+    mutating func sessionChanged(to session: UserSession<TestUser>?) {
+        greetings.memberName = session?.user.name
+    }
+}
+
+private enum ComposedApp: EnvironmentSchema {
+    typealias Services = ComposedServices
+    typealias User = TestUser
+}
+
+@Suite struct FeatureSliceTests {
+    private func makeApp() -> EnvironmentStack<ComposedApp> {
+        EnvironmentStack(HabitatEnvironment(services: ComposedServices()))
+    }
+
+    @Test func aSliceReadsTheAppsWorld() {
+        let app = makeApp()
+        let model = GreetingModel(environment: app.slice(\.greetings))
+        #expect(model.greet() == "Hello, guest")
+        app.push { $0.services.greetings.greeting = "Hi" }
+        #expect(model.greet() == "Hi, guest")
+        app.pop()
+        #expect(model.greet() == "Hello, guest")
+    }
+
+    @Test func aLoginReachesTheFeatureInTheSameStep() {
+        let app = makeApp()
+        let model = GreetingModel(environment: app.slice(\.greetings))
+        app.login(user: .ada, token: AuthToken("t"))
+        #expect(model.greet() == "Hello, Ada")
+        app.logout()
+        #expect(model.greet() == "Hello, guest")
+    }
+
+    @Test func aScopeMadeThroughTheSliceIsTheAppsScope() async {
+        let app = makeApp()
+        let slice = app.slice(\.greetings)
+        let inside = await slice.withServices({ $0.greeting = "Bonjour" }) {
+            await Task.yield()
+            return (app.current.services.greetings.greeting, app.current.services.label)
+        }
+        #expect(inside == ("Bonjour", "app"))
+        #expect(app.current.services.greetings.greeting == "Hello")
+        let sync = slice.withServices({ $0.greeting = "Hallo" }) { app.current.services.greetings.greeting }
+        #expect(sync == "Hallo")
+    }
+
+    @Test func theAppsScopeIsSeenThroughTheSlice() async {
+        let app = makeApp()
+        let model = GreetingModel(environment: app.slice(\.greetings))
+        let inside = await app.withEnvironment({ $0.services.greetings.greeting = "Hola" }) {
+            await Task.yield()
+            return model.greet()
+        }
+        #expect(inside == "Hola, guest")
+        #expect(model.greet() == "Hello, guest")
+    }
+
+    @Test func aPushThroughTheSliceIsTheAppsPush() {
+        let app = makeApp()
+        let slice = app.slice(\.greetings)
+        slice.push { $0.greeting = "Ciao" }
+        #expect(app.depth == 2)
+        #expect(app.current.services.greetings.greeting == "Ciao")
+        #expect(slice.pop()?.greeting == "Ciao")
+        #expect(slice.pop() == nil, "the base is never popped")
+        #expect(app.depth == 1)
+    }
+
+    @Test func aComputedSliceReadsAndWritesTheAppsOwnServices() {
+        let app = makeApp()
+        let slice = app.slice(\.shared)
+        #expect(GreetingModel(environment: slice).greet() == "app, guest")
+        let inside = slice.withServices({ $0.greeting = "Servus" }) { app.current.services.label }
+        #expect(inside == "Servus")
+        app.push { $0.services.label = "Salut" }
+        #expect(GreetingModel(environment: slice).greet() == "Salut, guest")
+    }
+
+    @Test func aTestSliceIsAWorldOfItsOwn() {
+        let first = EnvironmentSlice.test(GreetingServices(greeting: "One"))
+        let second = EnvironmentSlice.test(GreetingServices(greeting: "Two"))
+        first.push { $0.memberName = "Ada" }
+        #expect(GreetingModel(environment: first).greet() == "One, Ada")
+        #expect(GreetingModel(environment: second).greet() == "Two, guest")
+        #expect(first.basics.now() == Date(timeIntervalSinceReferenceDate: 0))
+    }
+
+    @Test func basicsComeFromTheCallersWorld() {
+        let app = makeApp()
+        let slice = app.slice(\.greetings)
+        let zone = app.withEnvironment({ $0.timeZone = TimeZone(identifier: "Asia/Tokyo")! }) {
+            slice.basics.timeZone.identifier
+        }
+        #expect(zone == "Asia/Tokyo")
+    }
+}
