@@ -95,6 +95,26 @@ private enum ComposedApp: EnvironmentSchema {
         #expect(app.depth == 1)
     }
 
+    @Test func parallelScopesEachSeeTheirOwnThroughTheSlice() async {
+        let app = makeApp()
+        let model = GreetingModel(environment: app.slice(\.greetings))
+        let computed = app.slice(\.shared)
+        await withTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    await app.withEnvironment({ $0.services.greetings.greeting = "G\(index)"; $0.services.label = "L\(index)" }) {
+                        await Task.yield()
+                        if index.isMultiple(of: 3) { app.push { $0.services.greetings.memberName = "M\(index)" } }
+                        let expected = "G\(index), " + (index.isMultiple(of: 3) ? "M\(index)" : "guest")
+                        return model.greet() == expected && computed.services.greeting == "L\(index)"
+                    }
+                }
+            }
+            for await seen in group { #expect(seen) }
+        }
+        #expect(model.greet() == "Hello, guest")
+    }
+
     @Test func aComputedSliceReadsAndWritesTheAppsOwnServices() {
         let app = makeApp()
         let slice = app.slice(\.shared)

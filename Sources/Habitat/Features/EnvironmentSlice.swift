@@ -31,21 +31,34 @@ public import Foundation
 /// A feature's tests give it a world of its own, in one line:
 /// `ProfileModel(environment: .test(ProfileServices(profileAPI: .mock, analytics: .recording)))`.
 public struct EnvironmentSlice<Services: Sendable>: Sendable {
-    @usableFromInline let read: @Sendable () -> Services
+    /// Borrows the feature's services in the calling task's world.
+    @usableFromInline let borrow: @Sendable () -> FieldBorrow
     @usableFromInline let source: SliceSource<Services>
 
     @inlinable
-    init(read: @escaping @Sendable () -> Services, source: SliceSource<Services>) {
-        self.read = read
+    init(borrow: @escaping @Sendable () -> FieldBorrow, source: SliceSource<Services>) {
+        self.borrow = borrow
         self.source = source
     }
 
-    /// The feature's services in the calling task's world: a copy, read in place when the app
-    /// keeps them in a stored property, through the key path when it computes them.
+    /// The feature's services in the calling task's world.
+    ///
+    /// Reading a field, as in `environment.services.fetchBio`, copies only that field when the
+    /// app keeps the feature's services in a stored property: they are read in place, as
+    /// ``EnvironmentStack/current`` reads the environment. A computed property is read through
+    /// its key path, into a copy.
     ///
     /// - Complexity: O(1).
     @inlinable
-    public var services: Services { read() }
+    public var services: Services {
+        // NB: always inlined: a `_read` the optimiser leaves out of line allocates its frame
+        // (356 instructions a read against 112; Benchmarks/README, "Feature slices").
+        @inline(__always) _read {
+            let field = borrow()
+            defer { field.end() }
+            yield field.address.assumingMemoryBound(to: Services.self).pointee
+        }
+    }
 
     /// The calling task's world's clock, locale, calendar and time zone, without its services.
     public var basics: WorldBasics { source.basics() }
@@ -141,11 +154,11 @@ extension EnvironmentStack {
         // instructions against a field read's 50 (Benchmarks/README, "Feature slices"). A
         // stored property has a fixed offset in the environment, so the slice reads it in
         // place there instead; a computed one goes through the key path.
-        if let offset = InPlaceField<App, Services>.offset(of: services) {
-            return EnvironmentSlice(read: { InPlaceField<App, Services>.read(self, at: offset) }, source: source)
+        if let offset = FieldBorrow.offset(of: services, in: App.self) {
+            return EnvironmentSlice(borrow: { FieldBorrow(in: self, at: offset) }, source: source)
         }
         nonisolated(unsafe) let path = services
-        return EnvironmentSlice(read: { self.current.services[keyPath: path] }, source: source)
+        return EnvironmentSlice(borrow: { FieldBorrow(copying: self.current.services[keyPath: path]) }, source: source)
     }
 }
 
