@@ -108,6 +108,17 @@ private struct Boom: Error, CustomStringConvertible { var description: String { 
         #expect(try service.get() == 7, "once the factory returns, readers get its value")
     }
 
+    @Test func aFactoryThatReadsItsOwnServiceFailsAtOnceAsACycle() {
+        final class Loop: @unchecked Sendable { var service: LazyService<Int>? }   // set once, before any read
+        let loop = Loop()
+        loop.service = LazyService("loop", timeout: .seconds(30)) { try loop.service!.get() + 1 }
+        let started = Date()
+        #expect(throws: LazyServiceError.cycle(service: "loop")) { try loop.service!.get() }
+        #expect(Date().timeIntervalSince(started) < 5, "a cycle is found, not waited out")
+        #expect(LazyServiceError.cycle(service: "loop").description
+            == "the factory of the lazy service 'loop' read 'loop' while building it: a dependency cycle")
+    }
+
     @Test func aLiveWorldWithLazyServicesBuildsNoneUntilRead() {
         let stack = EnvironmentStack<LazyWorld>(HabitatEnvironment(services: LazyServices(sdk: CountingSDK())))
         stack.push { $0.locale = Locale(identifier: "fr_FR") }

@@ -1,4 +1,11 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A live service built when it is first read, exactly once, however many threads read it
 /// first at the same moment.
@@ -23,8 +30,9 @@ import Foundation
 /// (a test's or a scope's `$0.services.analytics = .recording`) replaces it with a value that
 /// is ready, and its factory never runs.
 ///
-/// A factory that throws, or that doesn't finish within `timeout` for the readers waiting on
-/// it, gives a ``LazyServiceError`` naming the service: ``get()`` throws it; reading the
+/// A factory that throws, that doesn't finish within `timeout` for the readers waiting on it,
+/// or that reads its own service while building it, gives a ``LazyServiceError`` naming the
+/// service: ``get()`` throws it; reading the
 /// property stops the program with its message, as a missing service can't be worked around.
 @propertyWrapper
 public struct LazyService<Value: Sendable>: Sendable {
@@ -89,6 +97,9 @@ public enum LazyServiceError: Error, Equatable, CustomStringConvertible {
     case factoryFailed(service: String, reason: String)
     /// Another reader's factory run didn't finish in time.
     case timedOut(service: String, after: Duration)
+    /// The factory read its own service while building it, directly or through other lazy
+    /// services: a dependency cycle.
+    case cycle(service: String)
 
     public var description: String {
         switch self {
@@ -96,6 +107,8 @@ public enum LazyServiceError: Error, Equatable, CustomStringConvertible {
             return "the factory of the lazy service '\(service)' failed: \(reason)"
         case .timedOut(let service, let after):
             return "the lazy service '\(service)' was not built within \(after): its factory, running on another thread, has not returned"
+        case .cycle(let service):
+            return "the factory of the lazy service '\(service)' read '\(service)' while building it: a dependency cycle"
         }
     }
 }
@@ -114,7 +127,8 @@ final class LazyServiceCell<Value: Sendable>: @unchecked Sendable {
     }
     private enum State {
         case idle(@Sendable () throws -> Value)
-        case running
+        /// Running on the thread named, so a read from that thread is a cycle, not a wait.
+        case running(builder: pthread_t)
         case failed(LazyServiceError)
         case ready
     }
@@ -167,7 +181,7 @@ final class LazyServiceCell<Value: Sendable>: @unchecked Sendable {
         condition.lock()
         switch state {
         case .idle(let factory):
-            state = .running
+            state = .running(builder: pthread_self())
             runCount += 1
             condition.unlock()
             let outcome = Result { try factory() }
@@ -176,12 +190,17 @@ final class LazyServiceCell<Value: Sendable>: @unchecked Sendable {
             case .success(let value):
                 publish(value)
                 state = .ready
+            case .failure(let error as LazyServiceError):
+                state = .failed(error)   // a cycle, or a service it needs that failed: said as it is
             case .failure(let error):
                 state = .failed(.factoryFailed(service: name, reason: "\(error)"))
             }
             condition.broadcast()
             condition.unlock()
             return try value()
+        case .running(let builder) where pthread_equal(builder, pthread_self()) != 0:
+            condition.unlock()
+            throw .cycle(service: name)
         case .running:
             let deadline = Date().addingTimeInterval(timeout.seconds)
             while case .running = state {
