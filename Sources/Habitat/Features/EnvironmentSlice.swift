@@ -33,10 +33,10 @@ public import Foundation
 public struct EnvironmentSlice<Services: Sendable>: Sendable {
     /// Borrows the feature's services in the calling task's world.
     @usableFromInline let borrow: @Sendable () -> FieldBorrow
-    @usableFromInline let source: SliceSource<Services>
+    @usableFromInline let source: any SliceSource<Services>
 
     @inlinable
-    init(borrow: @escaping @Sendable () -> FieldBorrow, source: SliceSource<Services>) {
+    init(borrow: @escaping @Sendable () -> FieldBorrow, source: any SliceSource<Services>) {
         self.borrow = borrow
         self.source = source
     }
@@ -52,7 +52,7 @@ public struct EnvironmentSlice<Services: Sendable>: Sendable {
     @inlinable
     public var services: Services {
         // NB: always inlined: a `_read` the optimiser leaves out of line allocates its frame
-        // (356 instructions a read against 112; Benchmarks/README, "Feature slices").
+        // (356 instructions a read against 115; Benchmarks/README, "Feature slices").
         @inline(__always) _read {
             let field = borrow()
             defer { field.end() }
@@ -164,30 +164,26 @@ extension EnvironmentStack {
 
 /// What a slice does besides reading, for the stack it views.
 @usableFromInline
-class SliceSource<Services: Sendable>: @unchecked Sendable {
-    @usableFromInline init() {}
-    func basics() -> WorldBasics { fatalError("abstract") }
-    func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R {
-        fatalError("abstract")
-    }
+protocol SliceSource<Services>: Sendable {
+    associatedtype Services: Sendable
+    func basics() -> WorldBasics
+    func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R
     func withServices<R, E: Error>(
         _ change: (inout Services) -> Void,
         isolation: isolated (any Actor)?,
         operation: () async throws(E) -> R
-    ) async throws(E) -> R {
-        fatalError("abstract")
-    }
-    func push(_ change: (inout Services) -> Void) { fatalError("abstract") }
-    func pop() -> Services? { fatalError("abstract") }
+    ) async throws(E) -> R
+    func push(_ change: (inout Services) -> Void)
+    func pop() -> Services?
 }
 
 /// A slice's view of one stack.
-// Safe: both stored properties are immutable and Sendable (a key path is immutable; Swift 6.3
-// can't say `WritableKeyPath: Sendable` for a generic root).
 @usableFromInline
-final class StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource<Services>, @unchecked Sendable {
-    @usableFromInline let stack: EnvironmentStack<App>
-    @usableFromInline let services: WritableKeyPath<App.Services, Services>
+struct StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource {
+    let stack: EnvironmentStack<App>
+    // NB: a key path is immutable; Swift 6.3 can't say `WritableKeyPath: Sendable` for a
+    // generic root.
+    nonisolated(unsafe) let services: WritableKeyPath<App.Services, Services>
 
     @usableFromInline
     init(stack: EnvironmentStack<App>, services: WritableKeyPath<App.Services, Services>) {
@@ -195,19 +191,16 @@ final class StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource<
         self.services = services
     }
 
-    override func basics() -> WorldBasics {
+    @usableFromInline func basics() -> WorldBasics {
         let world = stack.current
         return WorldBasics(now: world.now, locale: world.locale, calendar: world.calendar, timeZone: world.timeZone)
     }
 
-    override func withServices<R, E: Error>(
-        _ change: (inout Services) -> Void,
-        operation: () throws(E) -> R
-    ) throws(E) -> R {
+    @usableFromInline func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R {
         try stack.withEnvironment({ change(&$0.services[keyPath: services]) }, operation: operation)
     }
 
-    override func withServices<R, E: Error>(
+    @usableFromInline func withServices<R, E: Error>(
         _ change: (inout Services) -> Void,
         isolation: isolated (any Actor)?,
         operation: () async throws(E) -> R
@@ -217,11 +210,11 @@ final class StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource<
         return try await stack.withEnvironment(world, isolation: isolation, operation: operation)
     }
 
-    override func push(_ change: (inout Services) -> Void) {
+    @usableFromInline func push(_ change: (inout Services) -> Void) {
         stack.push { change(&$0.services[keyPath: services]) }
     }
 
-    override func pop() -> Services? {
+    @usableFromInline func pop() -> Services? {
         stack.pop()?.services[keyPath: services]
     }
 }
