@@ -20,6 +20,9 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/pointfreeco/swift-dependencies", exact: "1.17.1"),
         .package(url: "https://github.com/Swinject/Swinject", exact: "2.10.0"),
+        // For the request row that binds the logger and the trace context with the environment.
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.6.0"),
     ],
     targets: [
         // What every benchmark measures: the app's types, the floors, the peers' set-up.
@@ -70,6 +73,8 @@ let package = Package(
                 "BenchSupport", "BenchFeature",
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ],
             path: "InstructionProbe"
         ),

@@ -19,8 +19,8 @@ and the check puts it there:
   blocks for `Sources/my-app/main.swift` make a program that runs.
 App blocks never import a test framework or HabitatTesting; test blocks always import the app.
 
-A block may instead name a file of `Examples/ModularApp` (an app made of feature packages, built
-and tested by its own check.sh): it must be in that file, verbatim.
+A block may instead name a file of another package CI builds and tests (`Examples/ModularApp/...`,
+`Examples/Server/...`, `Integrations/...`): it must be in that file, verbatim.
 
 A block that can't compile here says so on the line above its fence, with a reason, and is the
 only kind that may name no file:
@@ -42,9 +42,9 @@ QUICKSTART = ROOT / "Examples" / "QuickStart"
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "Sources").glob("*/*.docc/**/*.md"))
 SKIP = re.compile(r"<!--\s*not compiled:\s*(\S.*?)\s*-->")
 PLACED = re.compile(r"`((Sources|Tests)/([^/`]+)/([^`]+\.swift))`")
-# The modular app's packages (Examples/ModularApp/check.sh builds and tests them): a block naming
-# one of its files must be in it, verbatim.
-MODULAR = re.compile(r"`(Examples/ModularApp/[^`]+\.swift)`")
+# The other packages CI builds and tests (Examples/ModularApp, Examples/Server,
+# Integrations/...): a block naming one of their files must be in it, verbatim.
+MODULAR = re.compile(r"`((?:Examples|Integrations)/[^`]+\.swift)`")
 ROLES = {"MyApp": "app", "MyAppTests": "test", "my-app": "main"}
 TEST_ONLY = re.compile(r"^(@testable )?import (Testing|XCTest|HabitatTesting)\b", re.M)
 
@@ -69,7 +69,7 @@ def blocks(path):
                 paragraph.insert(0, lines[above])
                 above -= 1
             places = PLACED.findall(" ".join(paragraph)) or [
-                (path, "Examples", "ModularApp", path) for path in MODULAR.findall(" ".join(paragraph))]
+                (path, "Examples", "Package", path) for path in MODULAR.findall(" ".join(paragraph))]
             end = index + 1
             while end < len(lines) and lines[end].strip() != "```":
                 end += 1
@@ -136,10 +136,11 @@ def main():
             if place is None:
                 fail(f"{relative}:{line}: the block says neither where it goes (name its file in backticks in the "
                      "paragraph above, such as `Sources/MyApp/Greeting.swift`) nor why it isn't compiled")
-            if place[2] == "ModularApp":
-                if code.strip() not in (ROOT / place[0]).read_text():
+            if place[2] == "Package":
+                file = ROOT / place[0]
+                if not file.exists() or code.strip() not in file.read_text():
                     fail(f"{relative}:{line}: the block is not in {place[0]}, verbatim")
-                report.append(f"  {relative}:{line}: {place[0]}: in the modular app, verbatim")
+                report.append(f"  {relative}:{line}: {place[0]}: verbatim (built and tested by CI)")
                 continue
             role, path = check_placement(relative, line, code, place)
             if doc.name == "README.md":

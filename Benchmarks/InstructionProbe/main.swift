@@ -9,6 +9,8 @@ import BenchSupport
 import Dependencies
 import Foundation
 import Habitat
+import Logging
+import ServiceContextModule
 
 let stack = EnvironmentStack<BenchApp>(makeEnvironment())
 let token = AuthToken("t")
@@ -27,6 +29,9 @@ let featureSlice = composed.slice(\.feature)
 /// feature's function is not.
 @inline(never)
 func appTimeout() -> Int { composed.current.services.feature.timeout }
+
+/// The request ID in the trace context, as HabitatHummingbird's `RequestID.Key`.
+enum BenchRequestIDKey: ServiceContextKey { typealias Value = Int }
 
 /// A lazy service, built before the loop for the published-read row.
 struct LazyHolder: Sendable { @LazyService var config: BenchConfig }
@@ -127,6 +132,52 @@ let operations: [String: @Sendable (Int) -> Void] = [
                 sink(stack.current.currentUser?.id ?? 0)
                 sink(stack.current.session?.token.secret.utf8.count ?? 0)
                 sink(Int(stack.current.now().timeIntervalSince1970))
+            }
+        }
+    },
+    "request-bound": { count in
+        // What HabitatHummingbird's middleware and RequestBinding.run do, without Hummingbird:
+        // the environment, the logger and the trace context, bound together.
+        let logger = Logger(label: "bench")
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            var environment = stack.current
+            environment.setSession(user: user, token: AuthToken(token))
+            environment.now = { started }
+            var requestLogger = logger
+            requestLogger[metadataKey: "request.id"] = "\(index)"
+            var context = ServiceContext.topLevel
+            context[BenchRequestIDKey.self] = index
+            ServiceContext.withValue(context) {
+                withLogger(requestLogger) { _ in
+                    stack.withEnvironment(environment) {
+                        sink(stack.current.currentUser?.id ?? 0)
+                        sink(ServiceContext.current?[BenchRequestIDKey.self] ?? 0)
+                        sink(Int(stack.current.now().timeIntervalSince1970))
+                    }
+                }
+            }
+        }
+    },
+    "request-bound-tasklocal": { count in
+        // The same three bindings with a bare task-local struct in place of the Habitat scope.
+        let logger = Logger(label: "bench")
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let state = RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))
+            var requestLogger = logger
+            requestLogger[metadataKey: "request.id"] = "\(index)"
+            var context = ServiceContext.topLevel
+            context[BenchRequestIDKey.self] = index
+            ServiceContext.withValue(context) {
+                withLogger(requestLogger) { _ in
+                    RequestLocal.$state.withValue(state) {
+                        sink(RequestLocal.state?.user.id ?? 0)
+                        sink(ServiceContext.current?[BenchRequestIDKey.self] ?? 0)
+                        sink(Int(RequestLocal.state?.started.timeIntervalSince1970 ?? 0))
+                    }
+                }
             }
         }
     },

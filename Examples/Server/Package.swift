@@ -21,6 +21,8 @@ let package = Package(
     products: [.executable(name: "habitat-server", targets: ["HabitatServer"])],
     dependencies: [
         .package(path: "../.."),
+        // The add-on that binds the environment, the logger and the trace context together.
+        .package(path: "../../Integrations/HabitatHummingbird"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
         // Only for the load test's swift-dependencies variant.
         .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
@@ -31,6 +33,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HabitatHummingbird", package: "HabitatHummingbird"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ]
         ),

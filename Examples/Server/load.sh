@@ -6,7 +6,7 @@
 # environment after an await must be the member whose token was sent.
 #
 #     bash load.sh            # the full run: release build, 3 passes x 16/128/512 connections x
-#                             # 4 variants x 5 s; writes results.tsv and results.svg
+#                             # 5 variants x 5 s; writes results.tsv and results.svg
 #     bash load.sh --smoke    # CI: the debug build, 1 pass, 16 connections, 2 s per variant
 #     bash load.sh --passes 5 # the full run with more passes
 #     bash load.sh --port 9000  # another loopback port than 18180
@@ -60,13 +60,13 @@ server_mismatches() {  # what the server counted itself (GET /stats)
         cat <&3" | sed -n 's/.*"mismatches":\([0-9]*\).*/\1/p'
 }
 
-variants=(floor tasklocal swift-dependencies habitat)
+variants=(floor tasklocal swift-dependencies habitat habitat-bound)
 echo -e "pass\tvariant\tconnections\trequests_per_s\tp50_ms\tp99_ms\tpeak_rss_mb\trequests\tmismatches\tcpu_us_per_request" > "$raw"
 for pass in $(seq 1 "$passes"); do
     for c in $connections; do
         # Interleave: each pass starts with a different variant.
-        for i in 0 1 2 3; do
-            variant=${variants[$(( (i + pass - 1) % 4 ))]}
+        for i in "${!variants[@]}"; do
+            variant=${variants[$(( (i + pass - 1) % ${#variants[@]} ))]}
             "$server" --variant "$variant" --port "$port" > /dev/null 2>&1 &
             pid=$!
             wait_for_port

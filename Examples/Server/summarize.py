@@ -12,8 +12,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat"]
-COLORS = {"floor": "#555555", "tasklocal": "#1f77b4", "swift-dependencies": "#d62728", "habitat": "#2ca02c"}
+VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat", "habitat-bound"]
+COLORS = {"floor": "#555555", "tasklocal": "#1f77b4", "swift-dependencies": "#d62728", "habitat": "#2ca02c", "habitat-bound": "#9467bd"}
 
 
 def main():

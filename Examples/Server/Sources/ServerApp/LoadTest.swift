@@ -1,12 +1,13 @@
 import Dependencies
 import Foundation
 import Habitat
+import HabitatHummingbird
 public import Hummingbird
 import Logging
 import NIOCore
 import Synchronization
 
-// The load test's route, `GET /load/me`, four ways. Every variant does the same work: its
+// The load test's route, `GET /load/me`, five ways. Every variant does the same work: its
 // middleware resolves the bearer token to a member, makes the request's ID, logger and clock,
 // and binds them its own way; its handler reads the member, the request ID and the clock (three
 // reads), awaits, reads the member again, and echoes the member it read beside the member the
@@ -22,6 +23,9 @@ public enum Variant: String, CaseIterable, Sendable {
     case swiftDependencies = "swift-dependencies"
     /// In a Habitat scope, read through `appEnvironment.current`.
     case habitat
+    /// In a Habitat scope, `Logger.current` and `ServiceContext.current`, bound in one step by
+    /// the add-on's `HabitatRequestMiddleware`.
+    case habitatBound = "habitat-bound"
 }
 
 /// A request's values, for the variants that don't use Habitat.
@@ -132,8 +136,27 @@ public func buildLoadRouter(variant: Variant) -> Router<AppRequestContext> {
                 (appEnvironment.current.currentUser, appEnvironment.current.services.requestID, appEnvironment.current.now())
             }
         }
+    case .habitatBound:
+        load.add(middleware: boundMiddleware).get("me") { request, _ in
+            await echo(request) {
+                (appEnvironment.current.currentUser, RequestID.current?.description, appEnvironment.current.now())
+            }
+        }
     }
     return router
+}
+
+/// The add-on's middleware doing the work of the others: the member signed in, the request's
+/// ID (given by the middleware), its logger's metadata and its clock.
+let boundMiddleware = HabitatRequestMiddleware<AppRequestContext, ServerApp>(stack: appEnvironment) { request, _, binding in
+    guard let token = request.bearerToken else { throw HTTPError(.unauthorized, message: "missing bearer token") }
+    guard let member = binding.environment.services.members.member(forToken: token) else {
+        throw HTTPError(.unauthorized, message: "unknown token")
+    }
+    let started = Date()
+    binding.environment.setSession(user: member, token: AuthToken(token))
+    binding.environment.now = { started }
+    binding.logger[metadataKey: "member"] = "\(member.id)"
 }
 
 /// The server: the app and the load route of `variant`, on `host`:`port`.
