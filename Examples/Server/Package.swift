@@ -24,6 +24,10 @@ let package = Package(
         // The add-on that binds the environment, the logger and the trace context together.
         .package(path: "../../Integrations/HabitatHummingbird"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        // The OpenAPI part: the runtime the committed generated code uses, and its Hummingbird
+        // transport.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", exact: "2.1.0"),
         // Only for the load test's swift-dependencies variant.
         .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
     ],
@@ -34,6 +38,8 @@ let package = Package(
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HabitatHummingbird", package: "HabitatHummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ]
         ),

@@ -112,8 +112,8 @@ struct DependenciesMiddleware: RouterMiddleware {
 // MARK: The application
 
 /// The app's routes, plus the load route of `variant` and `GET /stats` (the mismatch count).
-public func buildLoadRouter(variant: Variant) -> Router<AppRequestContext> {
-    let router = buildRouter()
+public func buildLoadRouter(variant: Variant) throws -> Router<AppRequestContext> {
+    let router = try buildRouter()
     router.get("stats") { _, _ in "{\"mismatches\":\(mismatchCount.load(ordering: .relaxed))}" }
     let load = router.group("load")
     switch variant {
@@ -160,10 +160,10 @@ let boundMiddleware = HabitatRequestMiddleware<AppRequestContext, ServerApp>(sta
 }
 
 /// The server: the app and the load route of `variant`, on `host`:`port`.
-public func buildApplication(variant: Variant = .habitat, host: String = "127.0.0.1", port: Int = 8080) -> some ApplicationProtocol {
+public func buildApplication(variant: Variant = .habitat, host: String = "127.0.0.1", port: Int = 8080) throws -> some ApplicationProtocol {
     appEnvironment.current.services.members.seedLoadTestMembers(1_000)
     return Application(
-        router: buildLoadRouter(variant: variant),
+        router: try buildLoadRouter(variant: variant),
         configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")
     )
 }

@@ -42,7 +42,7 @@ struct Projects: ResponseEncodable {
 }
 
 /// The app: `POST /signin` is public; `/me` and `/projects` run in the request's environment.
-public func buildRouter() -> Router<AppRequestContext> {
+public func buildRouter() throws -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.post("signin") { request, context -> SignedIn in
         let body = try await request.decode(as: SignIn.self, context: context)
@@ -64,6 +64,7 @@ public func buildRouter() -> Router<AppRequestContext> {
         return try profile()
     }
     signedIn.get("projects") { _, _ in await projects() }
+    try addOpenAPIRoutes(to: router)
     return router
 }
 

@@ -18,8 +18,8 @@ import Testing
     struct Echo: Decodable { var sent: Int; var user: Int }
     struct ErrorBody: Decodable { struct Message: Decodable { var message: String }; var error: Message }
 
-    func app(_ variant: Variant = .habitat) -> some ApplicationProtocol {
-        buildApplication(variant: variant, port: 0)
+    func app(_ variant: Variant = .habitat) throws -> some ApplicationProtocol {
+        try buildApplication(variant: variant, port: 0)
     }
 
     func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
@@ -48,6 +48,27 @@ import Testing
                 }
                 try await group.waitForAll()
             }
+        }
+    }
+
+    @Test func theOpenAPIHandlerReadsTheMemberFromTheEnvironment() async throws {
+        struct Me: Decodable { var id: Int; var name: String; var requestID: String }
+        try await app().test(.router) { client in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for round in 0..<50 {
+                    let id = 11 + round % 3
+                    group.addTask {
+                        let response = try await client.execute(uri: "/api/me", method: .get, headers: self.bearer("tok-\(id)"))
+                        #expect(response.status == .ok)
+                        let me = try self.decode(Me.self, response)
+                        #expect(me.id == id && me.name == "member-\(id)")
+                        #expect(!me.requestID.isEmpty, "the request's ID, bound with the environment")
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let refused = try await client.execute(uri: "/api/me", method: .get)
+            #expect(refused.status == .unauthorized)
         }
     }
 
