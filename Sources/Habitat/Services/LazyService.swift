@@ -40,7 +40,7 @@ public struct LazyService<Value: Sendable>: Sendable {
 
     /// A service built by `factory` on its first read.
     /// - Parameters:
-    ///   - name: The service's name, for errors and `description`.
+    ///   - name: The service's name, for its errors; its type's name by default.
     ///   - timeout: How long a reader waits for a factory another thread is running before it
     ///     gets ``LazyServiceError/timedOut(service:after:)``.
     ///   - factory: Builds the service; runs at most once.
