@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The load test: the same app and the same work four ways (values in the RequestContext, one
-# bare @TaskLocal, swift-dependencies' withDependencies, a Habitat scope), one server at a time,
+# The load test: the same app and the same work five ways (values in the RequestContext, one
+# bare @TaskLocal, swift-dependencies' withDependencies, a Habitat scope, a Habitat scope bound
+# with the logger and the trace context by HabitatRequestMiddleware), one server at a time,
 # on loopback only, each run bounded by wrk's duration; variants interleaved within each pass,
 # medians over passes. Every response is checked: the member the handler read from its
 # environment after an await must be the member whose token was sent.
