@@ -27,9 +27,7 @@ struct FieldBorrow {
     /// Borrows the field at `offset` of the calling task's current environment of `stack`.
     @inlinable
     init<App: EnvironmentSchema>(in stack: EnvironmentStack<App>, at offset: Int) {
-        let slot = currentReaderSlot()
-        let frame = stack.activeStateUnretained._withUnsafeGuaranteedRef { $0.frame(for: slot) }
-        slot.pointee.borrows &+= 1
+        let (frame, slot) = stack.beginRead()
         address = frame._withUnsafeGuaranteedRef { UnsafeRawPointer($0.environmentAddress) + offset }
         self.slot = slot
         copy = nil

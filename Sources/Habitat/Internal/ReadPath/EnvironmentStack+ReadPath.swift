@@ -46,14 +46,22 @@ extension EnvironmentStack {
     @inlinable
     public var current: HabitatEnvironment<App> {
         _read {
-            let slot = currentReaderSlot()
-            let frame = activeStateUnretained._withUnsafeGuaranteedRef { $0.frame(for: slot) }
-            slot.pointee.borrows &+= 1
+            let (frame, slot) = beginRead()
             defer { slot.pointee.endBorrow() }
             // NB: read in place through the frame's address, without retaining the frame (the
             // slot owns it): the reference count of a frame every thread reads is the one piece
             // of shared memory a read would otherwise write.
             yield frame._withUnsafeGuaranteedRef { $0.environmentAddress }.pointee
         }
+    }
+
+    /// Begins a read of the calling task's top frame: the thread's reader slot holds the frame
+    /// and counts the borrow, which keeps it alive until `slot.pointee.endBorrow()`.
+    @inlinable
+    func beginRead() -> (frame: Unmanaged<Frame<App>>, slot: UnsafeMutablePointer<ReaderSlot>) {
+        let slot = currentReaderSlot()
+        let frame = activeStateUnretained._withUnsafeGuaranteedRef { $0.frame(for: slot) }
+        slot.pointee.borrows &+= 1
+        return (frame, slot)
     }
 }
