@@ -52,6 +52,29 @@ public protocol EnvironmentSchema: SendableMetatype {
     ///   - session: The session now, or `nil` after logout.
     /// - Returns: The updated services.
     static func services(_ services: Services, for session: UserSession<User>?) -> Services
+
+    /// The name that tells one signed-in account from another (see <doc:PersistenceAndSessions>,
+    /// "Several accounts").
+    ///
+    /// You rarely implement this: when `User` is `Identifiable`, the default is its `id`
+    /// (`"\(user.id)"`); otherwise every user is the same account, `""`, so signing one in
+    /// replaces the other. The name keys the account's token item in the secret store and its
+    /// namespace of per-account data, so keep it stable and free of personal data.
+    /// - Parameter user: A signed-in user.
+    /// - Returns: The account's name.
+    static func accountID(of user: User) -> String
+}
+
+extension EnvironmentSchema {
+    /// `""`: a user that isn't `Identifiable` is one account.
+    @inlinable
+    public static func accountID(of user: User) -> String { "" }
+}
+
+extension EnvironmentSchema where User: Identifiable {
+    /// The user's `id`, as text.
+    @inlinable
+    public static func accountID(of user: User) -> String { "\(user.id)" }
 }
 
 extension EnvironmentSchema {

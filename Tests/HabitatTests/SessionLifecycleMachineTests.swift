@@ -49,7 +49,7 @@ import Testing
 
     @Test func aRestoreTakesWhatTheStoreHoldsWithoutSaving() {
         for stored in states {
-            let transition = Machine.transition(from: signedIn, on: .restored(stored))
+            let transition = Machine.transition(from: signedIn, on: .restored(stored, others: []))
             #expect(transition.outcome == .applied)
             #expect(transition.session == stored)
             #expect(!transition.saves, "never written back: it is what the store holds")
@@ -57,14 +57,14 @@ import Testing
     }
 
     @Test func aReadableTokenSettlesOnlyAnAwaitingSession() {
-        let settled = Machine.transition(from: awaiting, on: .tokenReadable(restored))
+        let settled = Machine.transition(from: awaiting, on: .tokenReadable(restored, others: []))
         #expect(settled.outcome == .applied)
         #expect(settled.session == restored)
-        let gone = Machine.transition(from: awaiting, on: .tokenReadable(nil))
+        let gone = Machine.transition(from: awaiting, on: .tokenReadable(nil, others: []))
         #expect(gone.outcome == .applied)
         #expect(gone.session == nil)
         for state in [nil, signedIn, restored] {
-            let transition = Machine.transition(from: state, on: .tokenReadable(nil))
+            let transition = Machine.transition(from: state, on: .tokenReadable(nil, others: []))
             #expect(transition.outcome == .unchanged, "nothing was waiting")
             #expect(transition.session == state)
         }
@@ -103,13 +103,13 @@ import Testing
     }
 
     @Test func aChangeFromTheStoreReplacesOnlyTheSessionItWasAbout() {
-        let taken = Machine.transition(from: restored, on: .storeChanged(nil, replacing: token.secret))
+        let taken = Machine.transition(from: restored, on: .storeChanged(nil, others: [], replacing: token.secret))
         #expect(taken.outcome == .applied)
         #expect(taken.session == nil)
         #expect(!taken.saves, "it is what the store holds")
-        let signedInElsewhere = Machine.transition(from: nil, on: .storeChanged(signedIn, replacing: nil))
+        let signedInElsewhere = Machine.transition(from: nil, on: .storeChanged(signedIn, others: [], replacing: nil))
         #expect(signedInElsewhere.session == signedIn)
-        let changedHere = Machine.transition(from: UserSession(user: .grace, token: rotated, state: .authenticated), on: .storeChanged(nil, replacing: token.secret))
+        let changedHere = Machine.transition(from: UserSession(user: .grace, token: rotated, state: .authenticated), on: .storeChanged(nil, others: [], replacing: token.secret))
         #expect(changedHere.outcome == .superseded, "a change made here since wins")
     }
 }

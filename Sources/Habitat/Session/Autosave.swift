@@ -20,13 +20,13 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         /// Reads the state to save, when the save starts; `nil` once the stack is gone.
         let read: @Sendable () -> HabitatEnvironment<App>?
         /// Takes the stored session, when a save found the store had moved past the stack's.
-        let adopt: @Sendable (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
+        let adopt: @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
 
         init(
             sessions: SessionStore<App>,
             onError: @escaping @Sendable (SnapshotError) -> Void,
             read: @escaping @Sendable () -> HabitatEnvironment<App>?,
-            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
+            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
         ) {
             self.sessions = sessions
             self.onError = onError
@@ -119,14 +119,14 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     func save(
         _ environment: HabitatEnvironment<App>,
         to sessions: SessionStore<App>,
-        adopt: (_ stored: UserSession<App.User>?, _ replacing: String?) -> Void
+        adopt: (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
     ) throws(SnapshotError) {
         switch try sessions.save(environment, known: knowledge) {
         case .saved(let now):
             if let now { knowledge = now }
-        case .adopted(let stored, let now):
+        case .adopted(let stored, let others, let now):
             knowledge = now
-            adopt(stored, environment.session?.token.secret)
+            adopt(stored, others, environment.session?.token.secret)
         }
     }
 
@@ -189,7 +189,7 @@ extension EnvironmentStack {
         autosave.enable(.init(
             sessions: sessions, onError: onError,
             read: { [weak self] in self?.filledRoot.topEnvironment },
-            adopt: { [weak self] stored, replacing in self?.adoptStoredSession(stored, replacing: replacing) }
+            adopt: { [weak self] stored, others, replacing in self?.adoptStoredSession(stored, others: others, replacing: replacing) }
         ))
     }
 
@@ -210,11 +210,11 @@ extension EnvironmentStack {
         await autosave.flush()
     }
 
-    /// Takes `stored`, the session the store holds, if the stack's session is still the one
+    /// Takes `stored`, the session the store holds, and the `others` beside it, if the stack's session is still the one
     /// (token `replacing`) that the store moved past; a change made since wins.
-    func adoptStoredSession(_ stored: UserSession<App.User>?, replacing: String?) {
+    func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) {
         filledRoot.update(FrameOrigin(.storeChanged)) { environment in
-            environment.applySessionEvent(.storeChanged(stored, replacing: replacing)).outcome.isApplied
+            environment.applySessionEvent(.storeChanged(stored, others: others, replacing: replacing)).outcome.isApplied
         }
     }
 

@@ -43,7 +43,7 @@ extension EnvironmentStack {
     /// Takes the stored session when the store holds another pair than the one this stack
     /// last saved or restored.
     func takeStoredSessionIfChanged(in sessions: SessionStore<App>) {
-        guard let stored = try? sessions.storedPair(), stored != autosave.knowledge else { return }
+        guard let stored = try? sessions.storedPair(), !stored.samePairs(autosave.knowledge) else { return }
         let snapshot: SessionSnapshot<App>?
         do throws(SnapshotError) {
             snapshot = try sessions.load()
@@ -51,8 +51,9 @@ extension EnvironmentStack {
             return
         }
         if case .awaiting = snapshot?.tokenRead { return }
+        if snapshot?.otherAccounts.contains(where: { $0.state == .awaitingToken }) == true { return }
         autosave.knowledge = snapshot?.known ?? stored
-        adoptStoredSession(snapshot?.session, replacing: filledRoot.topEnvironment.session?.token.secret)
+        adoptStoredSession(snapshot?.session, others: snapshot?.otherAccounts ?? [], replacing: filledRoot.topEnvironment.session?.token.secret)
     }
 }
 

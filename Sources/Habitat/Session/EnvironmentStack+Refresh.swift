@@ -64,20 +64,63 @@ extension EnvironmentStack {
         line: UInt = #line,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> SessionRefreshOutcome {
-        try await refreshSession(expecting: nil, isolation: isolation, at: (fileID, line), using: refresh)
+        try await refreshSession(expecting: nil, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
+    }
+
+    /// Confirms the session of the signed-in account named `name` with the server, or ends it,
+    /// as ``refreshSession(isolation:fileID:line:using:)`` does for the active account: one
+    /// request per account at a time, in this process and across the processes sharing the
+    /// autosave store.
+    ///
+    /// The account need not be the active one: a background refresh renews an account the user
+    /// isn't looking at, and the active session is never touched. When the account is switched
+    /// away from while `refresh` runs, the new token goes to that account, wherever it is now;
+    /// when it was signed out meanwhile, the answer is dropped and the outcome is
+    /// ``SessionRefreshOutcome/superseded``.
+    ///
+    /// ```swift
+    /// for account in appEnvironment.current.otherAccounts where account.isExpired(at: .now) {
+    ///     _ = try await appEnvironment.refreshSession(account: "\(account.user.id)") { session in
+    ///         .refreshed(token: try await api.refresh(session.token))
+    ///     }
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - name: The account's name (``EnvironmentSchema/accountID(of:)``).
+    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    ///   - refresh: Asks the server about the session.
+    /// - Returns: What happened; ``SessionRefreshOutcome/notLoggedIn`` when no signed-in account
+    ///   has that name.
+    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    public func refreshSession<E: Error>(
+        account name: String,
+        isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome {
+        try await refreshSession(expecting: nil, account: name, isolation: isolation, at: (fileID, line), using: refresh)
     }
 
     /// ``refreshSession(isolation:fileID:line:using:)``, but only while the session's token is
     /// `expected` (when given): a caller that judged a token expiring doesn't refresh its
-    /// successor. `site` is the caller's, for the origins of the frames it makes.
+    /// successor; of the account named `name` (the active one when `nil`). `site` is the
+    /// caller's, for the origins of the frames it makes.
     private func refreshSession<E: Error>(
         expecting expected: AuthToken?,
+        account name: String?,
         isolation: isolated (any Actor)?,
         at site: (fileID: StaticString, line: UInt),
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> SessionRefreshOutcome {
+        let pick: (HabitatEnvironment<App>) -> UserSession<App.User>? = { environment in
+            guard let name else { return environment.session }
+            return environment.accounts.first { App.accountID(of: $0.user) == name }
+        }
         while true {
-            guard let session = current.session else { return .notLoggedIn }
+            guard let session = pick(current) else { return .notLoggedIn }
             if session.state == .awaitingToken {
                 guard completeAwaitingToken(at: site) else { return .awaitingToken }
                 continue
@@ -89,7 +132,7 @@ extension EnvironmentStack {
             case .lead:
                 // NB: a refresh that landed between reading the session and joining has already
                 // replaced this token: refreshing it again would use it twice.
-                guard current.session?.token == session.token else {
+                guard pick(current)?.token == session.token else {
                     RefreshFlights.shared.land(key, with: nil)
                     continue
                 }
@@ -181,7 +224,7 @@ extension EnvironmentStack {
         }
         let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
         guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
-        _ = try await refreshSession(expecting: session.token, isolation: isolation, at: (fileID, line), using: refresh)
+        _ = try await refreshSession(expecting: session.token, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
         return current.session
     }
 
@@ -215,8 +258,10 @@ extension EnvironmentStack {
     ///
     /// NB: a session that is gone from the store is not taken as ended: the server decides that.
     private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
-        guard let sessions, let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present,
-              let stored = snapshot.session, stored.token.secret != session.token.secret
+        let name = App.accountID(of: session.user)
+        guard let sessions, let snapshot = (try? sessions.load()) ?? nil,
+              let stored = ([snapshot.session].compactMap { $0 } + snapshot.otherAccounts).first(where: { App.accountID(of: $0.user) == name }),
+              stored.state != .awaitingToken, stored.token.secret != session.token.secret
         else { return nil }
         return .refreshed(token: stored.token, user: stored.user)
     }
@@ -225,9 +270,10 @@ extension EnvironmentStack {
     /// its secret store can be read again. Returns whether the session has its token now.
     private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
         guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
-              let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session
+              let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session,
+              snapshot.otherAccounts.allSatisfy({ $0.state != .awaitingToken })
         else { return false }
-        _ = settleAwaitingSession(loaded, origin: FrameOrigin(.restore, at: site))
+        _ = settleAwaitingSession(loaded, others: snapshot.otherAccounts, origin: FrameOrigin(.restore, at: site))
         return true
     }
 

@@ -6,12 +6,16 @@ public import Foundation
 public enum SessionError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The operation needs a signed-in user and nobody is logged in.
     case notLoggedIn(operation: String)
+    /// No signed-in account has this name (see ``EnvironmentSchema/accountID(of:)``).
+    case unknownAccount(String, operation: String)
 
     /// A message that names the failed operation.
     public var description: String {
         switch self {
         case .notLoggedIn(let operation):
             "\(operation) needs a signed-in user, but nobody is logged in"
+        case .unknownAccount(let name, let operation):
+            "\(operation): no signed-in account is named \"\(name)\""
         }
     }
 }

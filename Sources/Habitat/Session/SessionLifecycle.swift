@@ -36,25 +36,45 @@
 //                                 (never saved: it is what the store holds)
 //                                 any other -> superseded (a change made here since wins)
 //
+// Several accounts (`HabitatEnvironment.otherAccounts`, told apart by `accountID(of:)`):
+//
+//   login(user, token)            as above; an other account with the user's name is dropped
+//   addAccount(user, token)       any -> signed in as user; the active account, if another,
+//                                 joins the others                         [save]
+//   switchAccount(name)           another's name -> that account active, the active one joins
+//                                 the others, each keeping its token and state   [save]
+//                                 the active's name -> (unchanged); unknown -> refused
+//   logoutAccount(name)           the active's -> signed out, the others stay   [save]
+//                                 an other's -> that one removed             [save]
+//                                 unknown -> (unchanged)
+//   logoutAll                     any -> signed out, no others             [save]
+//   refreshed, refreshEnded       as above, on whichever account holds token t: renewing or
+//                                 ending an other account never touches the active one
+//   restored, tokenReadable, storeChanged  carry the others too
+//
 // Every committed transition is one change on the stack's feed (the "notify" action is the
 // commit itself); `save` asks autosave to write, and a save of a signed-out state deletes the
 // token first (SessionStore).
 
-/// The session's life as one value: what each event does to a session, and what it asks for.
-/// See the table at the top of this file.
+/// The session's life as one value: what each event does to the active session and the other
+/// signed-in accounts, and what it asks for. See the table at the top of this file.
 @usableFromInline
 enum SessionLifecycle<User: Codable & Sendable> {
     /// What happened.
     @usableFromInline
     enum Event {
         case login(User, AuthToken)
+        case addAccount(User, AuthToken)
+        case switchAccount(String)
         case logout
+        case logoutAccount(String)
+        case logoutAll
         case updateUser(User)
-        case restored(UserSession<User>?)
-        case tokenReadable(UserSession<User>?)
+        case restored(UserSession<User>?, others: [UserSession<User>])
+        case tokenReadable(UserSession<User>?, others: [UserSession<User>])
         case refreshed(from: AuthToken, to: AuthToken, user: User?)
         case refreshEnded(from: AuthToken)
-        case storeChanged(UserSession<User>?, replacing: String?)
+        case storeChanged(UserSession<User>?, others: [UserSession<User>], replacing: String?)
     }
 
     /// What a transition decided.
@@ -77,65 +97,116 @@ enum SessionLifecycle<User: Codable & Sendable> {
         }
     }
 
-    /// A transition: the session after it, and whether the stack should save it.
+    /// A transition: the session after it, the other accounts after it, and whether the stack
+    /// should save it.
     @usableFromInline
     struct Transition {
         @usableFromInline var session: UserSession<User>?
+        /// The other accounts after the transition; `nil` when they are unchanged (the one-account
+        /// transitions never build an array).
+        @usableFromInline var others: [UserSession<User>]?
         @usableFromInline var outcome: Outcome
         /// Whether autosave should write the new state (restores and changes taken from the
         /// store are what the store holds already).
         @usableFromInline var saves: Bool
 
         @inlinable
-        init(session: UserSession<User>?, outcome: Outcome, saves: Bool) {
+        init(session: UserSession<User>?, others: [UserSession<User>]?, outcome: Outcome, saves: Bool) {
             self.session = session
+            self.others = others
             self.outcome = outcome
             self.saves = saves
         }
 
         @inlinable
-        static func applied(_ session: UserSession<User>?, saves: Bool) -> Self {
-            Transition(session: session, outcome: .applied, saves: saves)
+        static func applied(_ session: UserSession<User>?, others: [UserSession<User>]? = nil, saves: Bool) -> Self {
+            Transition(session: session, others: others, outcome: .applied, saves: saves)
         }
 
         @inlinable
         static func kept(_ session: UserSession<User>?, _ outcome: Outcome) -> Self {
-            Transition(session: session, outcome: outcome, saves: false)
+            Transition(session: session, others: nil, outcome: outcome, saves: false)
         }
     }
 
-    /// The transition `event` makes from `session`.
+    /// The transition `event` makes from `session` and the `others` signed in beside it;
+    /// `accountID` names an account (``EnvironmentSchema/accountID(of:)``).
     @inlinable
-    static func transition(from session: UserSession<User>?, on event: Event) -> Transition {
+    static func transition(
+        from session: UserSession<User>?,
+        others: [UserSession<User>] = [],
+        on event: Event,
+        accountID: (User) -> String = { _ in "" }
+    ) -> Transition {
         switch event {
         case .login(let user, let token):
-            return .applied(UserSession(user: user, token: token, state: .authenticated), saves: true)
+            let signedIn = UserSession(user: user, token: token, state: .authenticated)
+            // NB: one account, the common case, looks at nothing else.
+            guard !others.isEmpty else { return .applied(signedIn, saves: true) }
+            let name = accountID(user)
+            return .applied(signedIn, others: others.filter { accountID($0.user) != name }, saves: true)
+        case .addAccount(let user, let token):
+            let name = accountID(user)
+            var rest = others.filter { accountID($0.user) != name }
+            if let current = session, accountID(current.user) != name { rest.append(current) }
+            return .applied(UserSession(user: user, token: token, state: .authenticated), others: rest, saves: true)
+        case .switchAccount(let name):
+            if let current = session, accountID(current.user) == name { return .kept(session, .unchanged) }
+            guard let index = others.firstIndex(where: { accountID($0.user) == name }) else {
+                return .kept(session, .refused(.unknownAccount(name, operation: "switchAccount")))
+            }
+            var rest = others
+            let target = rest.remove(at: index)
+            if let current = session { rest.append(current) }
+            return .applied(target, others: rest, saves: true)
         case .logout:
             return session == nil ? .kept(nil, .unchanged) : .applied(nil, saves: true)
+        case .logoutAccount(let name):
+            if let current = session, accountID(current.user) == name { return .applied(nil, saves: true) }
+            guard let index = others.firstIndex(where: { accountID($0.user) == name }) else { return .kept(session, .unchanged) }
+            var rest = others
+            rest.remove(at: index)
+            return .applied(session, others: rest, saves: true)
+        case .logoutAll:
+            return session == nil && others.isEmpty ? .kept(nil, .unchanged) : .applied(nil, others: [], saves: true)
         case .updateUser(let user):
             guard var updated = session else {
                 return .kept(session, .refused(.notLoggedIn(operation: "updateCurrentUser")))
             }
             updated.user = user
             return .applied(updated, saves: true)
-        case .restored(let stored):
-            return .applied(stored, saves: false)
-        case .tokenReadable(let stored):
-            guard session?.state == .awaitingToken else { return .kept(session, .unchanged) }
-            return .applied(stored, saves: true)
+        case .restored(let stored, let storedOthers):
+            return .applied(stored, others: storedOthers, saves: false)
+        case .tokenReadable(let stored, let storedOthers):
+            guard session?.state == .awaitingToken || others.contains(where: { $0.state == .awaitingToken }) else {
+                return .kept(session, .unchanged)
+            }
+            return .applied(stored, others: storedOthers, saves: true)
         case .refreshed(let old, let new, let user):
             if let current = session, current.token == old, current.state != .awaitingToken,
                current.token != new || current.state != .authenticated {
                 return .applied(UserSession(user: user ?? current.user, token: new, state: .authenticated), saves: true)
             }
-            return .kept(session, session?.token == new ? .unchanged : .superseded)
+            // An other account's refresh renews that account and never the active one.
+            if let index = others.firstIndex(where: { $0.token == old && $0.state != .awaitingToken }),
+               others[index].token != new || others[index].state != .authenticated {
+                var rest = others
+                rest[index] = UserSession(user: user ?? rest[index].user, token: new, state: .authenticated)
+                return .applied(session, others: rest, saves: true)
+            }
+            let applied = session?.token == new || others.contains { $0.token == new }
+            return .kept(session, applied ? .unchanged : .superseded)
         case .refreshEnded(let old):
-            guard let current = session else { return .kept(nil, .unchanged) }
-            guard current.token == old else { return .kept(session, .superseded) }
-            return .applied(nil, saves: true)
-        case .storeChanged(let stored, let replacing):
+            if let current = session, current.token == old { return .applied(nil, saves: true) }
+            if let index = others.firstIndex(where: { $0.token == old }) {
+                var rest = others
+                rest.remove(at: index)
+                return .applied(session, others: rest, saves: true)
+            }
+            return .kept(session, session == nil ? .unchanged : .superseded)
+        case .storeChanged(let stored, let storedOthers, let replacing):
             guard session?.token.secret == replacing else { return .kept(session, .superseded) }
-            return .applied(stored, saves: false)
+            return .applied(stored, others: storedOthers, saves: false)
         }
     }
 }
@@ -143,14 +214,15 @@ enum SessionLifecycle<User: Codable & Sendable> {
 extension HabitatEnvironment {
     /// Moves the session by `event`, telling the services (see ``EnvironmentSchema/services(_:for:)``)
     /// when it changed; returns the transition, so the caller commits or drops the update (its
-    /// `session` is moved into the environment when applied).
+    /// `session` and `others` are moved into the environment when applied).
     @inlinable
     mutating func applySessionEvent(_ event: SessionLifecycle<App.User>.Event) -> SessionLifecycle<App.User>.Transition {
-        var transition = SessionLifecycle.transition(from: session, on: event)
+        var transition = SessionLifecycle.transition(from: session, others: otherAccounts, on: event, accountID: App.accountID(of:))
         if transition.outcome.isApplied {
             // NB: moved out, not copied: a copy retains the user's and the token's storage once
             // more, and the transition releases it again.
             session = transition.session.take()
+            if let others = transition.others.take() { otherAccounts = others }
             applySession()
         }
         return transition

@@ -15,6 +15,14 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     public var tokenProblem: StoreError?
     /// What the secret store gave for the saved session's token, decided once, by the load.
     public var tokenRead: TokenRead
+    /// The signed-in accounts saved beside the active one, each with its token, in the order
+    /// they were saved; an account whose token is gone (signed out elsewhere) or damaged is not
+    /// among them, and one whose token can't be read yet is ``AuthState/awaitingToken``.
+    public var otherAccounts: [UserSession<App.User>] = []
+    /// Why an other account's token couldn't be used, by account name: a damaged item (the
+    /// account is left out, the item left in place) or an unreadable one (the account awaits
+    /// its token). The other accounts load all the same.
+    public var accountProblems: [String: StoreError] = [:]
 
     /// What the store held when this snapshot was loaded, for the stack that restores it; `nil`
     /// while the session awaits its token.

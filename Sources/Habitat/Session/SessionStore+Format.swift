@@ -3,13 +3,22 @@ import Foundation
 // The snapshot's JSON form: `{"version": N, "payload": {...}}`, and how it is encoded,
 // decoded and migrated forward.
 extension SessionStore {
-    func encode(_ environment: HabitatEnvironment<App>, pairID: String?) throws(SnapshotError) -> Data {
+    /// The snapshot of `environment`, naming the active token by `pairID` and each other
+    /// account's by its pair in `others` (by account name); other accounts keep their order.
+    func encode(_ environment: HabitatEnvironment<App>, pairID: String?, others: [String: String] = [:]) throws(SnapshotError) -> Data {
+        var accounts: [SavedSession] = []
+        for other in environment.otherAccounts {
+            let name = App.accountID(of: other.user)
+            guard let pair = others[name], !accounts.contains(where: { $0.account == name }) else { continue }
+            accounts.append(SavedSession(user: other.user, state: other.state, tokenExpiresAt: other.token.expiresAt, pairID: pair, account: name))
+        }
         let envelope = Envelope(
             version: version,
             payload: Payload(
                 session: environment.session.map {
                     SavedSession(user: $0.user, state: $0.state, tokenExpiresAt: $0.token.expiresAt, pairID: pairID)
                 },
+                accounts: accounts.isEmpty ? nil : accounts,
                 config: environment.config,
                 savedAt: environment.now()
             )
@@ -80,6 +89,8 @@ extension SessionStore {
 
     struct Payload: Codable {
         var session: SavedSession?
+        /// The signed-in accounts that aren't the active one; absent with one account.
+        var accounts: [SavedSession]?
         var config: App.Config
         var savedAt: Date?
     }
@@ -91,5 +102,8 @@ extension SessionStore {
         /// Names the token this snapshot belongs with in the secret store; `nil` in snapshots
         /// written before pairing.
         var pairID: String?
+        /// The account's name (``EnvironmentSchema/accountID(of:)``), for the other accounts:
+        /// its token is under `tokenKey(forAccount:)`.
+        var account: String?
     }
 }

@@ -42,6 +42,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// app saved, and its saves never write a token the store doesn't already hold (an older
     /// one, or one from a login made there: sign in from the app). A logout is saved.
     public let refreshesTokens: Bool
+    /// Where each account's own data lives, one namespace per account (see
+    /// ``accountData(for:)``).
+    public let accountDataStore: any KeyValueStore
     let migrations: [Int: SnapshotMigration]
     let lock: SessionLock
 
@@ -63,6 +66,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///   - refreshesTokens: Whether stacks saving here may refresh the session; `true` by
     ///     default. Pass `false` in an app extension that shares the app's session: it then
     ///     waits for the app to rotate the token (see <doc:PersistenceAndSessions>).
+    ///   - accountData: Where ``accountData(for:)`` keeps each account's data; `store` by
+    ///     default.
     public init(
         store: any KeyValueStore,
         secrets: any SecretStore,
@@ -71,7 +76,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         migrations: [SnapshotMigration] = [],
         lockFile: URL? = nil,
         discardsUnpairedSecrets: Bool = true,
-        refreshesTokens: Bool = true
+        refreshesTokens: Bool = true,
+        accountData: (any KeyValueStore)? = nil
     ) {
         self.store = store
         self.secrets = secrets
@@ -82,6 +88,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         self.lockFile = lockFile
         self.discardsUnpairedSecrets = discardsUnpairedSecrets
         self.refreshesTokens = refreshesTokens
+        self.accountDataStore = accountData ?? store
         lock = SessionLock(path: lockFile?.path)
     }
 
@@ -94,8 +101,28 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
     }
 
-    /// The token's key in ``secrets``.
+    /// The token's key in ``secrets``: the active account's.
     public var tokenKey: String { key + ".token" }
+
+    /// The key in ``secrets`` of the token of a signed-in account that isn't the active one.
+    /// - Parameter name: The account's name (``EnvironmentSchema/accountID(of:)``).
+    /// - Returns: `"\(tokenKey).\(name)"`.
+    public func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
+
+    /// The namespace of one signed-in account's own data (drafts, caches, settings): a save
+    /// that finds the account signed out, by ``EnvironmentStack/logout(account:fileID:line:)``,
+    /// ``EnvironmentStack/logoutAll(fileID:line:)``, a logout or a login of another user,
+    /// removes it.
+    ///
+    /// ```swift
+    /// let drafts = sessions.accountData(for: "ada")
+    /// try drafts.set(draft, for: .currentDraft)
+    /// ```
+    /// - Parameter name: The account's name (``EnvironmentSchema/accountID(of:)``).
+    /// - Returns: ``accountDataStore`` scoped to `"\(key).account.\(name)"`.
+    public func accountData(for name: String) -> ScopedStore {
+        accountDataStore.scoped(to: key + ".account." + name)
+    }
 
     // MARK: Saving
 
@@ -110,9 +137,16 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
     /// no token on disk. The token never goes into the plain store.
     ///
-    /// A save that fails leaves the stores as they were: when the snapshot can't be written
-    /// after the token was, the previous token is put back (a login's new token is not left
-    /// beside the old one, and a logout's deleted token comes back).
+    /// A save that fails leaves the stores as they were, but for a logout: when the snapshot
+    /// can't be written after a new token was, the previous token is put back (a login's new
+    /// token is not left beside the old one); a logout's deleted token stays deleted, and a
+    /// snapshot whose token is gone restores logged out.
+    ///
+    /// Other signed-in accounts (``HabitatEnvironment/otherAccounts``) are saved in the same
+    /// snapshot, which records which account is active; each keeps its token in its own item,
+    /// ``tokenKey(forAccount:)``, paired the same way. An account signed out since the last
+    /// save loses its token first, and its namespace of ``accountData(for:)`` after the
+    /// snapshot is written.
     ///
     /// A session ``AuthState/awaitingToken`` (restored while the secret store couldn't be read,
     /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
@@ -128,68 +162,13 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         _ = try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
     }
 
-    /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
-    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
-        do {
-            // NB: a session awaiting its token writes nothing: the saved snapshot and token stay
-            // as they were until the token is read or the app says the store is readable.
-            if environment.session?.state == .awaitingToken { return nil }
-            let storedData = try secrets.secret(forKey: tokenKey)
-            let stored = TokenRecord.decode(storedData)
-            guard let session = environment.session else {
-                // NB: the token goes first, and stays gone when the snapshot can't be written:
-                // a snapshot that names a token the store doesn't hold restores logged out, so
-                // a logout ends the session even on a read-only directory.
-                try secrets.setSecret(nil, forKey: tokenKey)
-                try writeSnapshot(environment, pairID: nil, undo: nil)
-                return KnownSession(pairID: nil, secret: nil)
-            }
-            if let newest = stored?.tokens.first, newest.secret == session.token.secret {
-                try store.setData(try encode(environment, pairID: newest.id), forKey: key)
-                if stored?.tokens.count != 1 {
-                    try secrets.setSecret(TokenRecord(tokens: [newest]).encoded(), forKey: tokenKey)
-                }
-                return KnownSession(pairID: newest.id, secret: newest.secret)
-            }
-            // A store that never refreshes (an extension's) holds an older token than the one
-            // saved (the app rotated it, or logged out): writing it back would replay it.
-            if !refreshesTokens { return nil }
-            let entry = TokenRecord.Entry(id: UUID().uuidString, secret: session.token.secret)
-            let previous = stored?.tokens.first.map { [$0] } ?? []
-            try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey)
-            try writeSnapshot(environment, pairID: entry.id, undo: storedData)
-            if !previous.isEmpty {
-                try secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey)
-            }
-            return KnownSession(pairID: entry.id, secret: entry.secret)
-        } catch let error as SnapshotError {
-            throw error
-        } catch let error as StoreError {
-            throw .store(error)
-        } catch {
-            throw .store(.encodingFailed(key: key, reason: describe(error)))
-        }
-    }
-
-    /// Writes the snapshot; when that fails, puts the secret store back as it was (`undo`), so a
-    /// failed save leaves what was saved before, token included, and throws the snapshot's error.
-    private func writeSnapshot(_ environment: HabitatEnvironment<App>, pairID: String?, undo: Data?) throws(SnapshotError) {
-        let snapshot = try encode(environment, pairID: pairID)
-        do throws(StoreError) {
-            try store.setData(snapshot, forKey: key)
-        } catch {
-            // NB: best effort; a crash here leaves a token no snapshot names, which the next
-            // load discards, or the previous session with its own token.
-            try? secrets.setSecret(undo, forKey: tokenKey)
-            throw .store(error)
-        }
-    }
-
-    /// Deletes the snapshot and the token.
+    /// Deletes the snapshot and every signed-in account's token.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
     public func clear() throws(SnapshotError) {
         try lock.withLock { () throws(SnapshotError) in
             do throws(StoreError) {
+                let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.others ?? [:]
+                for name in index.keys { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
                 try secrets.setSecret(nil, forKey: tokenKey)
                 try store.removeValue(forKey: key)
             } catch {
@@ -243,50 +222,86 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             throw .store(error)
         }
         let payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }
-        let secret: Result<Data?, StoreError>
-        do {
-            secret = .success(try secrets.secret(forKey: tokenKey))
-        } catch {
-            secret = .failure(error)
-        }
+        let secret = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
         let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
-        var session: UserSession<App.User>?
-        var tokenProblem: StoreError?
-        if let saved = payload?.session {
-            let awaiting = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
-            switch secret {
-            case .success(let secret):
-                if let token = Self.token(in: secret, pairedWith: saved.pairID) {
-                    session = UserSession(user: saved.user, token: AuthToken(token, expiresAt: saved.tokenExpiresAt), state: .restored)
-                } else if let secret, saved.pairID != nil, TokenRecord.decode(secret) == nil {
-                    tokenProblem = .decodingFailed(
-                        key: tokenKey,
-                        reason: "the stored token is not a token record (\(secret.count) bytes); it was left in place and the session is logged out"
-                    )
-                } else if !absenceIsFinal {
-                    tokenProblem = .unavailable(
-                        key: tokenKey,
-                        reason: "the secret store has no token for the saved session, and may not be readable yet (before the device's first unlock)"
-                    )
-                    session = awaiting
-                }
-            case .failure(let error):
-                tokenProblem = error
-                session = awaiting
-            }
+        let (session, tokenProblem) = payload?.session.map { restore($0, from: secret, key: tokenKey, absenceIsFinal: absenceIsFinal) } ?? (nil, nil)
+        var others: [UserSession<App.User>] = []
+        var accountProblems: [String: StoreError] = [:]
+        var unpaired: [String] = []
+        for saved in payload?.accounts ?? [] {
+            let name = saved.account ?? App.accountID(of: saved.user)
+            let item = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: name)) }
+            let (other, problem) = restore(saved, from: item, key: tokenKey(forAccount: name), absenceIsFinal: absenceIsFinal)
+            if let other { others.append(other) }
+            if let problem { accountProblems[name] = problem }
+            if other == nil, problem == nil, case .success(.some) = item { unpaired.append(name) }
         }
-        if session == nil, tokenProblem == nil, absenceIsFinal, discardsUnpairedSecrets, case .success(.some) = secret {
-            // NB: no snapshot names this token, and none can later: every save that names a
-            // token writes it first, under the lock this load holds. Deleting it is best
+        let index = (try? secret.get()).flatMap(TokenRecord.decode)?.others ?? [:]
+        if absenceIsFinal, discardsUnpairedSecrets {
+            // NB: no snapshot names these tokens, and none can later: every save that names a
+            // token writes it first, under the lock this load holds. Deleting them is best
             // effort; the next load tries again.
-            try? secrets.setSecret(nil, forKey: tokenKey)
+            let named = Set(others.map { App.accountID(of: $0.user) }).union(accountProblems.keys)
+            for name in Set(index.keys).subtracting(named).union(unpaired) {
+                try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
+            }
+            if session == nil, tokenProblem == nil, case .success(let data?) = secret {
+                let kept = TokenRecord(tokens: [], others: index.filter { named.contains($0.key) })
+                if TokenRecord.decode(data) != kept { try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey) }
+            }
         }
         guard let payload else { return nil }
         var snapshot = SessionSnapshot<App>(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
-        if session?.state != .awaitingToken {
-            snapshot.known = KnownSession(pairID: session == nil ? nil : payload.session?.pairID, secret: session?.token.secret)
+        snapshot.otherAccounts = others
+        snapshot.accountProblems = accountProblems
+        if session?.state != .awaitingToken, !others.contains(where: { $0.state == .awaitingToken }) {
+            let secrets = Dictionary(others.map { (App.accountID(of: $0.user), $0.token.secret) }, uniquingKeysWith: { first, _ in first })
+            snapshot.known = KnownSession(
+                pairID: session == nil ? nil : payload.session?.pairID,
+                secret: session?.token.secret,
+                others: index.mapValues { .init(id: $0, secret: "") }.merging(
+                    (payload.accounts ?? []).compactMap { saved in
+                        let name = saved.account ?? App.accountID(of: saved.user)
+                        return secrets[name].map { (name, TokenRecord.Entry(id: saved.pairID ?? "", secret: $0)) }
+                    },
+                    uniquingKeysWith: { _, restored in restored }
+                )
+            )
         }
         return snapshot
+    }
+
+    /// `saved` with its token from `secret` (the item under `key`), in state
+    /// ``AuthState/restored``; ``AuthState/awaitingToken`` when the secret store can't say yet;
+    /// `nil` when the token is gone or damaged (then with the problem).
+    private func restore(
+        _ saved: SavedSession,
+        from secret: Result<Data?, StoreError>,
+        key: String,
+        absenceIsFinal: Bool
+    ) -> (UserSession<App.User>?, StoreError?) {
+        let awaiting = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
+        switch secret {
+        case .success(let secret):
+            if let token = Self.token(in: secret, pairedWith: saved.pairID) {
+                return (UserSession(user: saved.user, token: AuthToken(token, expiresAt: saved.tokenExpiresAt), state: .restored), nil)
+            }
+            if let secret, saved.pairID != nil, TokenRecord.decode(secret) == nil {
+                return (nil, .decodingFailed(
+                    key: key,
+                    reason: "the stored token is not a token record (\(secret.count) bytes); it was left in place and the session is logged out"
+                ))
+            }
+            if !absenceIsFinal {
+                return (awaiting, .unavailable(
+                    key: key,
+                    reason: "the secret store has no token for the saved session, and may not be readable yet (before the device's first unlock)"
+                ))
+            }
+            return (nil, nil)
+        case .failure(let error):
+            return (awaiting, error)
+        }
     }
 
     /// The token in the stored secret that belongs with a snapshot naming `pairID`.

@@ -13,10 +13,23 @@ struct TokenRecord: Codable, Equatable {
     var format = formatName
     /// Newest first.
     var tokens: [Entry]
+    /// In the record under the session store's `tokenKey` only: the other signed-in accounts'
+    /// names, each with the pairing identifier of the token in its own item. It lists every item
+    /// a save may have left, so a load finds (and judges) them without listing the secret store.
+    var others: [String: String]?
 
-    init(tokens: [Entry]) {
+    /// In the same record: the active account's name, when it has one, so a save that signs it
+    /// out knows whose data to purge.
+    var account: String?
+
+    init(tokens: [Entry], others: [String: String]? = nil, account: String? = nil) {
         self.tokens = tokens
+        self.others = others?.isEmpty == true ? nil : others
+        self.account = tokens.isEmpty ? nil : account
     }
+
+    /// Whether the record holds nothing: the item is then deleted rather than written.
+    var isEmpty: Bool { tokens.isEmpty && others == nil }
 
     func encoded() -> Data {
         // NB: encoding two strings and an array of them cannot fail.

@@ -1,0 +1,123 @@
+import Foundation
+
+// How a save writes the accounts: the active one's token under `tokenKey`, each other account's
+// under `tokenKey(forAccount:)`, the snapshot naming every token by its pairing identifier.
+//
+// The order makes every crash safe (the reliability tests kill processes at random points):
+//   1. the tokens of accounts signed out since the last save are deleted: a purged account
+//      never comes back;
+//   2. each new token is written beside the previous one in its item, and the record under
+//      `tokenKey` lists every item a crash may leave (the old names and the new);
+//   3. the snapshot is written: the new state, naming the new tokens;
+//   4. the previous tokens, the items of accounts that left the others, and the names no
+//      longer signed in are dropped, and those accounts' data purged.
+// A crash before 3 leaves the previous state with its tokens, after it the new one with its own.
+extension SessionStore {
+    /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
+    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
+        do {
+            // NB: a session awaiting its token writes nothing: the saved snapshot and tokens stay
+            // as they were until the tokens are read or the app says the store is readable.
+            if environment.session?.state == .awaitingToken || environment.otherAccounts.contains(where: { $0.state == .awaitingToken }) {
+                return nil
+            }
+            let storedData = try secrets.secret(forKey: tokenKey)
+            let stored = TokenRecord.decode(storedData)
+            let storedIndex = stored?.others ?? [:]
+            let activeName = environment.session.map { App.accountID(of: $0.user) }
+            var others: [String: UserSession<App.User>] = [:]
+            for other in environment.otherAccounts where App.accountID(of: other.user) != activeName {
+                others[App.accountID(of: other.user)] = others[App.accountID(of: other.user)] ?? other
+            }
+            let items = try Dictionary(uniqueKeysWithValues: others.keys.map { (name) throws(StoreError) in
+                (name, try secrets.secret(forKey: tokenKey(forAccount: name)))
+            })
+            let activeKept = stored?.tokens.first.flatMap { $0.secret == environment.session?.token.secret ? $0 : nil }
+            let keptOthers = others.compactMapValues { other in
+                TokenRecord.decode(items[App.accountID(of: other.user)] ?? nil)?.tokens.first.flatMap { $0.secret == other.token.secret ? $0 : nil }
+            }
+            // A store that never refreshes (an extension's) writes no token it doesn't hold: an
+            // older one would replay a rotated token, a newer one belongs to the app.
+            if !refreshesTokens, (environment.session != nil && activeKept == nil) || keptOthers.count != others.count {
+                return nil
+            }
+            let signedOut = stored?.account.flatMap { $0 == activeName || others[$0] != nil ? nil : $0 }
+            let purged = Set(storedIndex.keys.filter { $0 != activeName && others[$0] == nil } + (signedOut.map { [$0] } ?? []))
+
+            // 1. Signed out here: the tokens go first, and stay gone; then the accounts' data.
+            for name in purged where storedIndex[name] != nil { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+            for name in purged { try purgeAccountData(name) }
+
+            // 2. New tokens beside the previous ones.
+            var index = keptOthers
+            var undo: [(key: String, data: Data?)] = []
+            var untrimmed = Set(keptOthers.keys.filter { TokenRecord.decode(items[$0] ?? nil)?.tokens.count != 1 })
+            for (name, other) in others where keptOthers[name] == nil {
+                let entry = TokenRecord.Entry(id: UUID().uuidString, secret: other.token.secret)
+                let previous = TokenRecord.decode(items[name] ?? nil)?.tokens.first.map { [$0] } ?? []
+                try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey(forAccount: name))
+                undo.append((tokenKey(forAccount: name), items[name] ?? nil))
+                index[name] = entry
+                if !previous.isEmpty { untrimmed.insert(name) }
+            }
+            let active = activeKept ?? environment.session.map { TokenRecord.Entry(id: UUID().uuidString, secret: $0.token.secret) }
+            let activeTokens: [TokenRecord.Entry]
+            if environment.session == nil {
+                // NB: a logout's token goes before the snapshot, and is not put back when the
+                // snapshot can't be written: a snapshot whose token is gone restores logged out.
+                activeTokens = []
+            } else if activeKept != nil {
+                activeTokens = stored?.tokens ?? []
+            } else {
+                activeTokens = (active.map { [$0] } ?? []) + (stored?.tokens.first.map { [$0] } ?? [])
+            }
+            let pairs = index.mapValues(\.id)
+            var during = storedIndex.merging(pairs) { _, new in new }
+            for name in purged { during[name] = nil }
+            let accountName = activeName.flatMap { $0.isEmpty ? nil : $0 }
+            let record = TokenRecord(tokens: activeTokens, others: during, account: accountName)
+            if record != stored {
+                try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey)
+                if environment.session != nil, activeKept == nil { undo.append((tokenKey, storedData)) }
+            }
+
+            // 3. The snapshot.
+            let snapshot = try encode(environment, pairID: active?.id, others: pairs)
+            do throws(StoreError) {
+                try store.setData(snapshot, forKey: key)
+            } catch {
+                // NB: best effort; a crash here leaves tokens no snapshot names, which the next
+                // load discards, or the previous state with its own tokens.
+                for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
+                throw error
+            }
+
+            // 4. What the previous state needed and the new one doesn't. Best effort: the save
+            // is made; when a removal fails, the record keeps naming what is left, and the next
+            // load discards it.
+            var cleaned = true
+            for name in untrimmed { try? secrets.setSecret(TokenRecord(tokens: [index[name]!]).encoded(), forKey: tokenKey(forAccount: name)) }
+            for name in storedIndex.keys where index[name] == nil && !purged.contains(name) {
+                do throws(StoreError) { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) } catch { cleaned = false }
+            }
+            let final = TokenRecord(tokens: active.map { [$0] } ?? [], others: pairs, account: accountName)
+            if cleaned, final != record, (try? secrets.setSecret(final.isEmpty ? nil : final.encoded(), forKey: tokenKey)) != nil {
+                return KnownSession(pairID: active?.id, secret: active?.secret, others: index)
+            }
+            let listed = (record.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
+            return KnownSession(pairID: active?.id, secret: active?.secret, others: listed.merging(index) { _, kept in kept })
+        } catch let error as SnapshotError {
+            throw error
+        } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            throw .store(.encodingFailed(key: key, reason: describe(error)))
+        }
+    }
+
+    /// Removes the namespace of `name`'s data, if it holds anything.
+    func purgeAccountData(_ name: String) throws(StoreError) {
+        let data = accountData(for: name)
+        if try !data.keys().isEmpty { try data.removeAll() }
+    }
+}

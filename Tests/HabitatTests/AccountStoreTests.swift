@@ -1,0 +1,213 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+/// A session store for several accounts over a JSON file and a secret directory, in the test's
+/// own directory.
+struct AccountFiles {
+    let directory: TemporaryDirectory
+    let secrets: FileSecretStore
+    let sessions: SessionStore<AccountsApp>
+
+    init(directory: TemporaryDirectory? = nil) throws {
+        let directory = try directory ?? TemporaryDirectory()
+        self.directory = directory
+        secrets = try FileSecretStore(directory: directory.file("secrets"))
+        sessions = SessionStore(store: try JSONFileStore(url: directory.file("session.json")), secrets: secrets)
+    }
+
+    /// The names of the secret files, lock files left out.
+    func secretFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.file("secrets").path).filter { !$0.hasPrefix(".") }.sorted()
+    }
+}
+
+/// Three accounts signed in, grace active.
+func threeAccounts() -> EnvironmentStack<AccountsApp> {
+    let stack = makeAccountsStack()
+    stack.login(user: .ada, token: memberToken(.ada, 1))
+    stack.addAccount(user: .alan, token: memberToken(.alan, 2))
+    stack.addAccount(user: .grace, token: memberToken(.grace, 3))
+    return stack
+}
+
+@Suite struct AccountStoreTests {
+    @Test func everyAccountComesBackWithItsOwnTokenAndTheActiveOneStaysActive() throws {
+        let files = try AccountFiles()
+        let stack = threeAccounts()
+        try stack.save(to: files.sessions)
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.alan"])
+        #expect(try !files.directory.file("session.json").contentsContain("#"), "no token in the plain store")
+
+        let relaunched = makeAccountsStack()
+        let snapshot = try #require(try relaunched.restore(from: files.sessions))
+        #expect(snapshot.otherAccounts.map(\.user) == [.ada, .alan])
+        #expect(relaunched.current.session?.user == .grace && relaunched.current.session?.token == memberToken(.grace, 3))
+        #expect(relaunched.current.session?.state == .restored)
+        #expect(relaunched.current.otherAccounts.map(\.token) == [memberToken(.ada, 1), memberToken(.alan, 2)])
+        #expect(relaunched.current.services.member == .grace)
+    }
+
+    @Test func aSwitchIsSavedAndEachTokenMovesWithItsAccount() throws {
+        let files = try AccountFiles()
+        let stack = threeAccounts()
+        try stack.save(to: files.sessions)
+        try stack.switchAccount(to: "ada")
+        try stack.save(to: files.sessions)
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
+        let snapshot = try #require(try files.sessions.load())
+        #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
+        #expect(snapshot.otherAccounts.map(\.token) == [memberToken(.alan, 2), memberToken(.grace, 3)])
+    }
+
+    @Test func signingOutOneAccountPurgesItsTokenAndItsDataAndNothingElse() throws {
+        let files = try AccountFiles()
+        let stack = threeAccounts()
+        let adaDrafts = files.sessions.accountData(for: "ada")
+        let graceDrafts = files.sessions.accountData(for: "grace")
+        try adaDrafts.setData(Data("ada's draft".utf8), forKey: "draft")
+        try graceDrafts.setData(Data("grace's draft".utf8), forKey: "draft")
+        try stack.save(to: files.sessions)
+
+        stack.logout(account: "ada")
+        try stack.save(to: files.sessions)
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan"])
+        #expect(try adaDrafts.keys().isEmpty, "ada's data is purged")
+        #expect(try graceDrafts.data(forKey: "draft") == Data("grace's draft".utf8))
+        #expect(try !files.directory.anyFileContains("ada#1"))
+
+        stack.logout(account: "grace")
+        try stack.save(to: files.sessions)
+        #expect(try graceDrafts.keys().isEmpty, "the active account's data goes with it")
+        let snapshot = try #require(try files.sessions.load())
+        #expect(snapshot.session == nil && snapshot.otherAccounts.map(\.user) == [.alan])
+        #expect(try !files.directory.anyFileContains("grace#3"))
+    }
+
+    @Test func logoutAllRemovesEveryTokenAndARelaunchIsSignedOut() throws {
+        let files = try AccountFiles()
+        let stack = threeAccounts()
+        try stack.save(to: files.sessions)
+        stack.logoutAll()
+        try stack.save(to: files.sessions)
+        #expect(try files.secretFiles().isEmpty)
+        let relaunched = makeAccountsStack()
+        try relaunched.restore(from: files.sessions)
+        #expect(relaunched.current.accounts.isEmpty)
+        #expect(try !files.directory.anyFileContains("#"))
+    }
+
+    @Test func aDamagedItemLosesOnlyItsAccount() throws {
+        let files = try AccountFiles()
+        try threeAccounts().save(to: files.sessions)
+        try files.secrets.setSecret(Data("garbage".utf8), forKey: files.sessions.tokenKey(forAccount: "alan"))
+        let snapshot = try #require(try files.sessions.load())
+        #expect(snapshot.session?.user == .grace)
+        #expect(snapshot.otherAccounts.map(\.user) == [.ada])
+        guard case .decodingFailed(let key, _)? = snapshot.accountProblems["alan"] else {
+            Issue.record("alan's problem is reported: \(snapshot.accountProblems)")
+            return
+        }
+        #expect(key == "habitat.session.token.alan")
+        #expect(try files.secrets.secret(forKey: key) == Data("garbage".utf8), "left in place")
+    }
+
+    @Test func aLockedStoreKeepsEveryAccountWaitingAndDeletesNothing() throws {
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets)
+        try threeAccounts().save(to: sessions)
+        let before = secrets.keys
+        secrets.failNext(10, with: .unavailable(key: "any", reason: "the device is locked"))
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.session?.state == .awaitingToken)
+        #expect(snapshot.otherAccounts.map(\.state) == [.awaitingToken, .awaitingToken])
+        #expect(snapshot.otherAccounts.map(\.user) == [.ada, .alan], "the user data is there")
+        #expect(secrets.keys == before, "nothing deleted")
+
+        let stack = makeAccountsStack()
+        try stack.restore(from: sessions)
+        try stack.save(to: sessions)
+        #expect(secrets.keys == before, "an awaiting state writes nothing")
+    }
+
+    @Test func aReinstallsLeftoverTokensAreDiscardedPerAccount() throws {
+        let files = try AccountFiles()
+        try threeAccounts().save(to: files.sessions)
+        // A reinstall: the app's files are gone, the secret store (a Keychain) kept its items.
+        try FileManager.default.removeItem(at: files.directory.file("session.json"))
+        let reinstalled = try AccountFiles(directory: files.directory)
+        #expect(try reinstalled.sessions.load() == nil)
+        #expect(try reinstalled.secretFiles().isEmpty, "every account's leftover token is gone")
+    }
+
+    @Test func anItemTheCleanUpCouldntRemoveIsDiscardedByTheNextLoad() throws {
+        let secrets = RefusingDeletes(refusing: "habitat.session.token.ada")
+        let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets)
+        let stack = threeAccounts()
+        try stack.save(to: sessions)
+        try stack.switchAccount(to: "ada")
+        // The snapshot is written; removing ada's old item (her token is the active one now)
+        // fails, as a crash at that point would leave it: the save is made all the same.
+        try stack.save(to: sessions)
+        #expect(secrets.base.keys.contains("habitat.session.token.ada"))
+        secrets.refusing = nil
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.session?.user == .ada && snapshot.otherAccounts.map(\.user) == [.alan, .grace])
+        #expect(secrets.base.keys == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
+    }
+
+    @Test func aSaveThatCantWriteTheSnapshotLeavesTheStoreAsItWas() throws {
+        let store = MockKeyValueStore()
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<AccountsApp>(store: store, secrets: secrets)
+        let stack = threeAccounts()
+        try stack.save(to: sessions)
+        stack.addAccount(user: Member(id: "edsger", name: "Edsger"), token: AuthToken("edsger#9"))
+        store.failNext(1)
+        #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.session?.user == .grace)
+        #expect(snapshot.otherAccounts.map(\.user) == [.ada, .alan])
+        #expect(secrets.keys.contains("habitat.session.token.grace") == false, "the new item was taken back")
+    }
+
+    @Test func oneAccountStillSavesExactlyAsBefore() throws {
+        let files = try AccountFiles()
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        try stack.save(to: files.sessions)
+        #expect(try files.secretFiles() == ["habitat.session.token"])
+        let json = try String(decoding: Data(contentsOf: files.directory.file("session.json")), as: UTF8.self)
+        #expect(!json.contains("accounts"))
+    }
+}
+
+extension URL {
+    /// Whether the file's bytes contain `needle`.
+    func contentsContain(_ needle: String) throws -> Bool {
+        try Data(contentsOf: self).range(of: Data(needle.utf8)) != nil
+    }
+}
+
+/// A secret store that refuses to delete one key, as a crash before that delete would leave it.
+final class RefusingDeletes: SecretStore, @unchecked Sendable {
+    // Safe: `refused` is touched only with `lock` held; `base` is Sendable.
+    private let lock = NSLock()
+    private var refused: String?
+    let base = MockSecretStore()
+
+    init(refusing key: String) { refused = key }
+
+    var refusing: String? {
+        get { lock.withLock { refused } }
+        set { lock.withLock { refused = newValue } }
+    }
+
+    func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
+
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        if secret == nil, key == refusing { throw .unavailable(key: key, reason: "refused by the test") }
+        try base.setSecret(secret, forKey: key)
+    }
+}
