@@ -77,6 +77,62 @@ import Darwin
         #expect(try !directory.anyFileContains("token-"), "no file holds a token after logout")
     }
 
+    /// The crash harness for several accounts: a child signs accounts in, switches between them
+    /// and signs them out, saving after each step, and is killed with SIGKILL at a random moment,
+    /// 150 times, on one store. After every kill, the next launch finds:
+    /// - every account with its own token, never another account's;
+    /// - the accounts and the active one of the last save the child acknowledged, or of the one
+    ///   it was making;
+    /// - no account the child acknowledged signing out, and no token item but the accounts' own.
+    @Test(.enabled(if: canRunFixtures))
+    func aKilledSwitcherNeverPairsOneAccountWithAnothersTokenNorBringsAPurgedOneBack() throws {
+        let directory = try TemporaryDirectory()
+        var generator = SplitMix(seed: 7)
+        var purged: Set<String> = []
+        var midSave = 0
+        for kill in 1...150 {
+            let process = sessionWorker("accounts-loop", directory.path, "\(kill * 1_000)")
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            // Wait for its first acknowledged save, then let it run a random while.
+            var printed = Data()
+            while !printed.isEmpty ? printed.range(of: Data("ack ".utf8)) == nil : true {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                printed += chunk
+            }
+            usleep(UInt32(generator.next() % 15_000))
+            _ = Glibc_kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            let lines = String(decoding: printed + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .split(separator: "\n").map(String.init)
+            let acknowledged = try #require(lines.last { $0.hasPrefix("ack ") }, "kill \(kill): the child acknowledged a save")
+            let tried = try #require(lines.last { $0.hasPrefix("try ") })
+            for line in lines where line.hasPrefix("ack ") && line.contains(" out ") {
+                purged.insert(String(line[line.range(of: " out ")!.upperBound...]))
+            }
+
+            let sessions = try accountSessions(in: directory.url)
+            let relaunched = makeAccountsStack()
+            try relaunched.restore(from: sessions)
+            let state = describeAccounts(relaunched.current)
+            let ackState = String(acknowledged.dropFirst(4)).components(separatedBy: " out ")[0]
+            let inFlight = lines.lastIndex(of: tried)! > lines.lastIndex(of: acknowledged)!
+            #expect(state == ackState || (inFlight && state == String(tried.dropFirst(4))),
+                    "kill \(kill): restored \(state); acknowledged \(ackState), in flight \(inFlight ? tried : "-")")
+            if inFlight, state != ackState { midSave += 1 }
+            for account in relaunched.current.accounts {
+                #expect(owner(of: account.token) == account.user.id, "kill \(kill): \(account.user.id) holds \(account.token.secret)")
+                #expect(!purged.contains(account.user.id), "kill \(kill): \(account.user.id) was signed out, and is back")
+            }
+            let items = try FileManager.default.contentsOfDirectory(atPath: directory.file("secrets").path)
+                .filter { $0.hasPrefix("habitat.session.token.") }.map { String($0.dropFirst(22)) }
+            #expect(Set(items) == Set(relaunched.current.otherAccounts.map(\.user.id)), "kill \(kill): stray items \(items)")
+        }
+        print("accounts crash harness: \(midSave) of 150 kills restored the save in flight; \(purged.count) accounts signed out")
+    }
+
     /// The same harness with two processes on one store: one signs users in and out (each
     /// login and each logout saved before it says so) and is killed with SIGKILL at a random
     /// moment, 50 times; the other, which never signs in or out, saves configuration changes all

@@ -19,6 +19,13 @@
 //                                      forever, printing "in N" / "out N" after each save
 //     config-loop DIR                  restore once, then change the configuration and save,
 //                                      forever: a second process that never signs in or out
+//     accounts-loop DIR FIRST          several accounts on DIR's session: restore, then forever
+//                                      sign a new account in (u FIRST, u FIRST+1...), switch to
+//                                      another, or sign one out, saving after each; print
+//                                      "try STATE" before each save and "ack STATE" after it
+//                                      (with " out NAME" when an account was signed out)
+//     accounts-switch-loop DIR NAMES   restore DIR's accounts and switch between them forever,
+//                                      saving after each switch: a second process
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -46,6 +53,19 @@ func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> S
         secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets")),
         refreshesTokens: refreshesTokens
     )
+}
+
+/// The several-accounts session store the workers and the tests share in `directory`.
+func accountSessions(in directory: URL) throws -> SessionStore<AccountsApp> {
+    SessionStore(
+        store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
+        secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+    )
+}
+
+/// The accounts of `environment` as one line: "active=NAME others=NAME,NAME".
+func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String {
+    "active=\(environment.activeAccountID ?? "-") others=\(environment.otherAccounts.map(\.user.id).joined(separator: ","))"
 }
 
 @Suite struct SessionWorkerFixture {
@@ -125,6 +145,43 @@ func sharedSessions(in directory: URL, refreshesTokens: Bool = true) throws -> S
             while true {
                 stack.updateConfig { $0.timeout += 1 }
                 try stack.save(to: sessions)
+            }
+        case ("accounts-loop", 3):
+            var serial = try #require(Int(arguments[2]))
+            let stack = makeAccountsStack()
+            let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            var random = SeededGenerator(state: UInt64(serial))
+            while true {
+                let names = stack.current.accounts.map(\.user.id)
+                var out = ""
+                switch (names.count, random.next() % 3) {
+                case (0..<2, _), (_, 0):
+                    let member = Member(id: "u\(serial)", name: "User \(serial)")
+                    stack.addAccount(user: member, token: memberToken(member, serial))
+                    serial += 1
+                case (_, 1):
+                    try stack.switchAccount(to: names.randomElement(using: &random)!)
+                default:
+                    out = " out " + names.randomElement(using: &random)!
+                    stack.logout(account: String(out.dropFirst(5)))
+                }
+                FileHandle.standardOutput.write(Data("try \(describeAccounts(stack.current))\n".utf8))
+                try stack.save(to: sessions)
+                FileHandle.standardOutput.write(Data("ack \(describeAccounts(stack.current))\(out)\n".utf8))
+            }
+        case ("accounts-switch-loop", 2):
+            let stack = makeAccountsStack()
+            let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            stack.enableAutosave(to: sessions)
+            let following = stack.followStore(sessions, checkingEvery: .milliseconds(20))
+            defer { following.stop() }
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
+            while true {
+                if let next = stack.current.otherAccounts.first { try? stack.switchAccount(to: next.user.id) }
+                await stack.flushAutosave()
+                try await Task.sleep(for: .milliseconds(5))
             }
         case ("migrate", 4):
             let killAt = try #require(Int(arguments[3]))

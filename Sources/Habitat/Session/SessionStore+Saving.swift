@@ -6,8 +6,9 @@ import Foundation
 // The order makes every crash safe (the reliability tests kill processes at random points):
 //   1. the tokens of accounts signed out since the last save are deleted: a purged account
 //      never comes back;
-//   2. each new token is written beside the previous one in its item, and the record under
-//      `tokenKey` lists every item a crash may leave (the old names and the new);
+//   2. the record under `tokenKey` is written, listing every item a crash may leave (the old
+//      names and the new) and the active account's new token beside its previous one; then
+//      each other account's new token beside the previous one in its item;
 //   3. the snapshot is written: the new state, naming the new tokens;
 //   4. the previous tokens, the items of accounts that left the others, and the names no
 //      longer signed in are dropped, and those accounts' data purged.
@@ -48,15 +49,15 @@ extension SessionStore {
             for name in purged where storedIndex[name] != nil { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
             for name in purged { try purgeAccountData(name) }
 
-            // 2. New tokens beside the previous ones.
+            // 2. New tokens beside the previous ones: the record under `tokenKey` first, so that
+            // it lists every item before the item is written.
             var index = keptOthers
-            var undo: [(key: String, data: Data?)] = []
+            var fresh: [(name: String, record: TokenRecord)] = []
             var untrimmed = Set(keptOthers.keys.filter { TokenRecord.decode(items[$0] ?? nil)?.tokens.count != 1 })
             for (name, other) in others where keptOthers[name] == nil {
                 let entry = TokenRecord.Entry(id: UUID().uuidString, secret: other.token.secret)
                 let previous = TokenRecord.decode(items[name] ?? nil)?.tokens.first.map { [$0] } ?? []
-                try secrets.setSecret(TokenRecord(tokens: [entry] + previous).encoded(), forKey: tokenKey(forAccount: name))
-                undo.append((tokenKey(forAccount: name), items[name] ?? nil))
+                fresh.append((name, TokenRecord(tokens: [entry] + previous)))
                 index[name] = entry
                 if !previous.isEmpty { untrimmed.insert(name) }
             }
@@ -76,9 +77,14 @@ extension SessionStore {
             for name in purged { during[name] = nil }
             let accountName = activeName.flatMap { $0.isEmpty ? nil : $0 }
             let record = TokenRecord(tokens: activeTokens, others: during, account: accountName)
+            var undo: [(key: String, data: Data?)] = []
             if record != stored {
                 try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey)
-                if environment.session != nil, activeKept == nil { undo.append((tokenKey, storedData)) }
+                if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
+            }
+            for (name, item) in fresh {
+                undo.append((tokenKey(forAccount: name), items[name] ?? nil))
+                try secrets.setSecret(item.encoded(), forKey: tokenKey(forAccount: name))
             }
 
             // 3. The snapshot.
@@ -102,10 +108,10 @@ extension SessionStore {
             }
             let final = TokenRecord(tokens: active.map { [$0] } ?? [], others: pairs, account: accountName)
             if cleaned, final != record, (try? secrets.setSecret(final.isEmpty ? nil : final.encoded(), forKey: tokenKey)) != nil {
-                return KnownSession(pairID: active?.id, secret: active?.secret, others: index)
+                return KnownSession(pairID: active?.id, secret: active?.secret, others: index, active: activeName)
             }
             let listed = (record.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
-            return KnownSession(pairID: active?.id, secret: active?.secret, others: listed.merging(index) { _, kept in kept })
+            return KnownSession(pairID: active?.id, secret: active?.secret, others: listed.merging(index) { _, kept in kept }, active: activeName)
         } catch let error as SnapshotError {
             throw error
         } catch let error as StoreError {

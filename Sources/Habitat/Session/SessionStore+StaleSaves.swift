@@ -11,6 +11,8 @@ struct KnownSession: Sendable, Equatable {
     /// The other signed-in accounts' pairs, by account name (a pair read from the token record
     /// alone has an empty `secret`).
     var others: [String: TokenRecord.Entry] = [:]
+    /// The active account's name; `nil` when none is active.
+    var active: String?
 
     /// Whether `other` names the same pairs: what the store comparisons look at.
     func samePairs(_ other: KnownSession?) -> Bool {
@@ -49,19 +51,52 @@ extension SessionStore {
                 }
                 return .adopted(merged.session, others: merged.otherAccounts, now: snapshot?.known ?? stored)
             }
-            // This stack's own change is saved; but an other account it didn't touch, signed out
-            // or renewed elsewhere meanwhile, is taken as the store has it, never saved back.
+            // This stack's own change is saved, merged with what changed elsewhere meanwhile.
             let snapshot = try loadLocked(secretsReadable: true)
-            var merged = environment
-            merged.otherAccounts = environment.otherAccounts.compactMap { other in
-                let name = App.accountID(of: other.user)
-                guard let knew = known.others[name], knew.secret == other.token.secret, stored.others[name]?.id != knew.id else { return other }
-                return snapshot?.otherAccounts.first { App.accountID(of: $0.user) == name }
-            }
+            let merged = merging(environment, known: known, stored: snapshot?.known ?? stored, snapshot: snapshot)
             let now = try saveLocked(merged)
-            guard merged.otherAccounts.map(\.token) != environment.otherAccounts.map(\.token) else { return .saved(now: now) }
+            guard merged.accounts.map(\.token) != environment.accounts.map(\.token) else { return .saved(now: now) }
             return .adopted(merged.session, others: merged.otherAccounts, now: now ?? stored)
         }
+    }
+
+    /// `environment`, changed by this stack since it knew `known`, merged with what changed in
+    /// the store meanwhile (`snapshot`, and `stored`, the pairs it names), account by account: an account this stack
+    /// didn't touch is taken as the store has it (renewed, signed out, or signed in elsewhere),
+    /// never saved back as it was; and when this stack didn't switch, the store's choice of the
+    /// active account is taken too.
+    private func merging(
+        _ environment: HabitatEnvironment<App>,
+        known: KnownSession,
+        stored: KnownSession,
+        snapshot: SessionSnapshot<App>?
+    ) -> HabitatEnvironment<App> {
+        func pair(_ name: String, in session: KnownSession) -> String? {
+            name == session.active ? session.pairID : session.others[name]?.id
+        }
+        func secret(_ name: String, in session: KnownSession) -> String? {
+            name == session.active ? session.secret : session.others[name]?.secret
+        }
+        let storedAccounts = ([snapshot?.session].compactMap { $0 } + (snapshot?.otherAccounts ?? [])).map { (App.accountID(of: $0.user), $0) }
+        var accounts = environment.accounts.map { (App.accountID(of: $0.user), $0) }
+        let knownNames = Set(known.others.keys).union(known.active.map { [$0] } ?? [])
+        accounts = accounts.compactMap { name, session in
+            guard knownNames.contains(name), pair(name, in: stored) != pair(name, in: known),
+                  session.token.secret == secret(name, in: known) else { return (name, session) }
+            return storedAccounts.first { $0.0 == name }
+        }
+        for (name, session) in storedAccounts where !knownNames.contains(name) && !accounts.contains(where: { $0.0 == name }) {
+            accounts.append((name, session))
+        }
+        var active = environment.activeAccountID
+        // NB: the same name with another token is a login here, not an untouched choice.
+        if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active {
+            active = stored.active
+        }
+        var merged = environment
+        merged.session = accounts.first { $0.0 == active }?.1
+        merged.otherAccounts = accounts.filter { $0.0 != active }.map(\.1)
+        return merged
     }
 
     /// Whether the store moved past what the stack knew while the stack itself changed nothing
@@ -84,7 +119,11 @@ extension SessionStore {
         do throws(StoreError) {
             let record = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
             let newest = record?.tokens.first
-            return KnownSession(pairID: newest?.id, secret: newest?.secret, others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") })
+            return KnownSession(
+                pairID: newest?.id, secret: newest?.secret,
+                others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") },
+                active: newest == nil ? nil : record?.account ?? ""
+            )
         } catch {
             throw .store(error)
         }

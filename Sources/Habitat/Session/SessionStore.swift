@@ -245,9 +245,14 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             for name in Set(index.keys).subtracting(named).union(unpaired) {
                 try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
             }
-            if session == nil, tokenProblem == nil, case .success(let data?) = secret {
-                let kept = TokenRecord(tokens: [], others: index.filter { named.contains($0.key) })
-                if TokenRecord.decode(data) != kept { try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey) }
+            // The record keeps the snapshot's token and names only: after a crash between a
+            // save's record and its snapshot, it agrees with the snapshot again.
+            if tokenProblem == nil, session?.state != .awaitingToken, case .success(let data?) = secret {
+                let paired = TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID && session != nil } ?? []
+                let kept = TokenRecord(tokens: paired, others: index.filter { named.contains($0.key) }, account: session.map { App.accountID(of: $0.user) }.flatMap { $0.isEmpty ? nil : $0 })
+                if paired.isEmpty == (session == nil), TokenRecord.decode(data) != kept {
+                    try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey)
+                }
             }
         }
         guard let payload else { return nil }
@@ -265,7 +270,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
                         return secrets[name].map { (name, TokenRecord.Entry(id: saved.pairID ?? "", secret: $0)) }
                     },
                     uniquingKeysWith: { _, restored in restored }
-                )
+                ),
+                active: session.map { App.accountID(of: $0.user) }
             )
         }
         return snapshot
