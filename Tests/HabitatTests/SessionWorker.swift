@@ -26,6 +26,9 @@
 //                                      (with " out NAME" when an account was signed out)
 //     accounts-switch-loop DIR NAMES   restore DIR's accounts and switch between them forever,
 //                                      saving after each switch: a second process
+//     accounts-refresh-loop DIR NAME FIRST  restore DIR's accounts and refresh account NAME
+//                                      forever, the n-th refresh getting "NAME#(FIRST + n)";
+//                                      print "refreshed N" once it is saved
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -182,6 +185,21 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
                 if let next = stack.current.otherAccounts.first { try? stack.switchAccount(to: next.user.id) }
                 await stack.flushAutosave()
                 try await Task.sleep(for: .milliseconds(5))
+            }
+        case ("accounts-refresh-loop", 4):
+            let name = arguments[2]
+            let first = try #require(Int(arguments[3]))
+            let stack = makeAccountsStack()
+            let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            stack.enableAutosave(to: sessions)
+            for n in first... {
+                let outcome = await stack.refreshSession(account: name) { _ in
+                    usleep(UInt32.random(in: 0..<2_000))
+                    return .refreshed(token: AuthToken("\(name)#\(n)"))
+                }
+                await stack.flushAutosave()
+                FileHandle.standardOutput.write(Data("\(outcome == .refreshed ? "refreshed" : "\(outcome)") \(n)\n".utf8))
             }
         case ("migrate", 4):
             let killAt = try #require(Int(arguments[3]))
