@@ -14,7 +14,8 @@ import Darwin
 
 // MARK: The app being measured
 
-public struct BenchUser: Codable, Sendable {
+/// `Identifiable`, so the several-accounts rows tell two users apart by `id`.
+public struct BenchUser: Codable, Sendable, Identifiable {
     public var id: Int
     public var name: String
     public init(id: Int, name: String) { self.id = id; self.name = name }
@@ -39,6 +40,8 @@ public enum BenchApp: EnvironmentSchema {
 }
 
 public let benchUser = BenchUser(id: 1, name: "Ada")
+/// The second account of the switch rows.
+public let benchSecondUser = BenchUser(id: 2, name: "Grace")
 
 public func makeEnvironment(configKeys: Int = 0) -> HabitatEnvironment<BenchApp> {
     var config = BenchConfig()

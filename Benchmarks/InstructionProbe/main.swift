@@ -113,6 +113,26 @@ let operations: [String: @Sendable (Int) -> Void] = [
             stack.logout()
         }
     },
+    "login-login": { count in
+        // Two logins per round, each replacing the other's session: "a login", twice, the
+        // measure the switch rows are judged against.
+        for _ in 0..<count {
+            stack.login(user: benchUser, token: token)
+            stack.login(user: benchSecondUser, token: AuthToken("u"))
+        }
+        stack.logout()
+    },
+    "switch-switch": { count in
+        // Two accounts signed in, switched back and forth: two transitions per round, as
+        // login-logout has.
+        let accounts = EnvironmentStack<BenchApp>(makeEnvironment())
+        accounts.login(user: benchUser, token: token)
+        accounts.addAccount(user: benchSecondUser, token: AuthToken("u"))
+        for _ in 0..<count {
+            try! accounts.switchAccount(to: "1")
+            try! accounts.switchAccount(to: "2")
+        }
+    },
     "login-logout-floor": { count in
         let locked = LockedArrayStack(stack.current)
         for _ in 0..<count {

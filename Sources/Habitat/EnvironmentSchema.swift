@@ -1,3 +1,5 @@
+public import Foundation
+
 /// Names an app's own types once, so every Habitat type can be generic over one parameter.
 ///
 /// Declare a caseless enum that conforms, and use it as the generic argument of
@@ -63,18 +65,50 @@ public protocol EnvironmentSchema: SendableMetatype {
     /// - Parameter user: A signed-in user.
     /// - Returns: The account's name.
     static func accountID(of user: User) -> String
+
+    /// Whether `user` is the account named `name`: `accountID(of: user) == name`, which the
+    /// defaults decide without making text of every `id` they compare (a switch compares one
+    /// name with each signed-in account's). Implement it only beside ``accountID(of:)``.
+    /// - Parameters:
+    ///   - user: A signed-in user.
+    ///   - name: An account's name.
+    /// - Returns: Whether they are the same account.
+    static func isAccount(_ user: User, named name: String) -> Bool
 }
 
 extension EnvironmentSchema {
     /// `""`: a user that isn't `Identifiable` is one account.
     @inlinable
     public static func accountID(of user: User) -> String { "" }
+
+    /// `accountID(of: user) == name`.
+    @inlinable
+    public static func isAccount(_ user: User, named name: String) -> Bool { accountID(of: user) == name }
 }
 
 extension EnvironmentSchema where User: Identifiable {
     /// The user's `id`, as text.
     @inlinable
     public static func accountID(of user: User) -> String { "\(user.id)" }
+}
+
+extension EnvironmentSchema where User: Identifiable, User.ID: LosslessStringConvertible {
+    /// The user's `id` (a `String`, an `Int`...), as its `description`.
+    ///
+    /// NB: not string interpolation, which in a generic context asks the type at run time how
+    /// to print itself: a switch between two accounts measured 17x a login that way.
+    @inlinable
+    public static func accountID(of user: User) -> String { user.id.description }
+
+    /// Whether `name` reads as the user's `id`: one conversion of `name`, none of the `id`.
+    @inlinable
+    public static func isAccount(_ user: User, named name: String) -> Bool { User.ID(name) == user.id }
+}
+
+extension EnvironmentSchema where User: Identifiable, User.ID == UUID {
+    /// The user's `id`, as its `uuidString`.
+    @inlinable
+    public static func accountID(of user: User) -> String { user.id.uuidString }
 }
 
 extension EnvironmentSchema {

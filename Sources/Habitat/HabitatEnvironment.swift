@@ -23,8 +23,8 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     public var services: App.Services
     /// The signed-in session, or `nil` when logged out.
     public var session: UserSession<App.User>?
-    /// The accounts signed in besides the active one (``session``), in the order they left it:
-    /// each keeps its token and state, and none is what readers or services see until
+    /// The accounts signed in besides the active one (``session``): each keeps its token and
+    /// state, and none is what readers or services see until
     /// ``EnvironmentStack/switchAccount(to:fileID:line:)`` makes it the active one. Empty in an
     /// app with one account. See ``accounts``.
     public var otherAccounts: [UserSession<App.User>] = []

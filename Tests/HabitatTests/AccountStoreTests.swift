@@ -58,7 +58,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
         let snapshot = try #require(try files.sessions.load())
         #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
-        #expect(snapshot.otherAccounts.map(\.token) == [memberToken(.alan, 2), memberToken(.grace, 3)])
+        #expect(snapshot.otherAccounts.map(\.token) == [memberToken(.grace, 3), memberToken(.alan, 2)], "grace takes ada's place")
     }
 
     @Test func signingOutOneAccountPurgesItsTokenAndItsDataAndNothingElse() throws {
@@ -153,7 +153,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(secrets.base.keys.contains("habitat.session.token.ada"))
         secrets.refusing = nil
         let snapshot = try #require(try sessions.load())
-        #expect(snapshot.session?.user == .ada && snapshot.otherAccounts.map(\.user) == [.alan, .grace])
+        #expect(snapshot.session?.user == .ada && snapshot.otherAccounts.map(\.user) == [.grace, .alan])
         #expect(secrets.base.keys == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
     }
 

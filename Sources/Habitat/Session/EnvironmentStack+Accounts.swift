@@ -2,6 +2,9 @@
 // and sign out accounts. Each is one atomic update of the stack, like `login`: readers, services
 // and the change stream see the new active account in one step, never one account's user with
 // another's token.
+//
+// NB: inlinable, as `login` is: unspecialised, the transition looks up generic metadata at
+// every step, and a switch measured 15x a login.
 
 extension EnvironmentStack {
     /// Signs `user` in beside the accounts already signed in, and makes it the active account.
@@ -20,6 +23,7 @@ extension EnvironmentStack {
     ///   - token: The user's credential.
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
+    @inlinable
     public func addAccount(user: App.User, token: AuthToken, fileID: StaticString = #fileID, line: UInt = #line) {
         let origin = FrameOrigin(.login, fileID: fileID, line: line)
         withActiveState { $0.update(origin) { _ = $0.applySessionEvent(.addAccount(user, token)); return true } }
@@ -28,8 +32,8 @@ extension EnvironmentStack {
 
     /// Makes the signed-in account named `name` the active one, in one atomic step.
     ///
-    /// The account that was active joins ``HabitatEnvironment/otherAccounts``; each keeps its
-    /// token and state. ``SessionDependent`` services receive the new session in the same step,
+    /// The account that was active takes the switched-to account's place in
+    /// ``HabitatEnvironment/otherAccounts``; each keeps its token and state. ``SessionDependent`` services receive the new session in the same step,
     /// and observers see one change of kind ``EnvironmentChangeKind/accountSwitched``. Switching
     /// to the active account changes nothing.
     ///
@@ -40,6 +44,7 @@ extension EnvironmentStack {
     ///   - line: The calling line, recorded with it.
     /// - Throws: ``SessionError/unknownAccount(_:operation:)`` when no signed-in account has that
     ///   name; the stack is unchanged then.
+    @inlinable
     public func switchAccount(to name: String, fileID: StaticString = #fileID, line: UInt = #line) throws(SessionError) {
         let origin = FrameOrigin(.accountSwitched, fileID: fileID, line: line)
         let committed = try withActiveState { (state) throws(SessionError) in
@@ -65,7 +70,7 @@ extension EnvironmentStack {
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     /// - Returns: The session that ended, or `nil` when no signed-in account has that name.
-    @discardableResult
+    @inlinable @discardableResult
     public func logout(account name: String, fileID: StaticString = #fileID, line: UInt = #line) -> UserSession<App.User>? {
         var ended: UserSession<App.User>?
         let origin = FrameOrigin(.logout, fileID: fileID, line: line)
@@ -84,7 +89,7 @@ extension EnvironmentStack {
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     /// - Returns: The sessions that ended, the active one first; empty when nobody was signed in.
-    @discardableResult
+    @inlinable @discardableResult
     public func logoutAll(fileID: StaticString = #fileID, line: UInt = #line) -> [UserSession<App.User>] {
         var ended: [UserSession<App.User>] = []
         let origin = FrameOrigin(.logout, fileID: fileID, line: line)
@@ -102,6 +107,7 @@ extension EnvironmentStack {
 extension HabitatEnvironment {
     /// Every signed-in account: the active one (``session``) first, when there is one, then
     /// ``otherAccounts``.
+    @inlinable
     public var accounts: [UserSession<App.User>] {
         guard let session else { return otherAccounts }
         return [session] + otherAccounts
@@ -109,6 +115,7 @@ extension HabitatEnvironment {
 
     /// The active account's name (``EnvironmentSchema/accountID(of:)``), or `nil` when no
     /// account is active.
+    @inlinable
     public var activeAccountID: String? {
         session.map { App.accountID(of: $0.user) }
     }

@@ -41,8 +41,9 @@
 //   login(user, token)            as above; an other account with the user's name is dropped
 //   addAccount(user, token)       any -> signed in as user; the active account, if another,
 //                                 joins the others                         [save]
-//   switchAccount(name)           another's name -> that account active, the active one joins
-//                                 the others, each keeping its token and state   [save]
+//   switchAccount(name)           another's name -> that account active, the active one takes
+//                                 its place among the others, each keeping its token and
+//                                 state                                    [save]
 //                                 the active's name -> (unchanged); unknown -> refused
 //   logoutAccount(name)           the active's -> signed out, the others stay   [save]
 //                                 an other's -> that one removed             [save]
@@ -97,78 +98,84 @@ enum SessionLifecycle<User: Codable & Sendable> {
         }
     }
 
-    /// A transition: the session after it, the other accounts after it, and whether the stack
-    /// should save it.
+    /// A transition: the session after it, and whether the stack should save it. (The other
+    /// accounts after it are left in the `others` the transition was given.)
     @usableFromInline
     struct Transition {
         @usableFromInline var session: UserSession<User>?
-        /// The other accounts after the transition; `nil` when they are unchanged (the one-account
-        /// transitions never build an array).
-        @usableFromInline var others: [UserSession<User>]?
         @usableFromInline var outcome: Outcome
         /// Whether autosave should write the new state (restores and changes taken from the
         /// store are what the store holds already).
         @usableFromInline var saves: Bool
 
         @inlinable
-        init(session: UserSession<User>?, others: [UserSession<User>]?, outcome: Outcome, saves: Bool) {
+        init(session: UserSession<User>?, outcome: Outcome, saves: Bool) {
             self.session = session
-            self.others = others
             self.outcome = outcome
             self.saves = saves
         }
 
         @inlinable
-        static func applied(_ session: UserSession<User>?, others: [UserSession<User>]? = nil, saves: Bool) -> Self {
-            Transition(session: session, others: others, outcome: .applied, saves: saves)
+        static func applied(_ session: UserSession<User>?, saves: Bool) -> Self {
+            Transition(session: session, outcome: .applied, saves: saves)
         }
 
         @inlinable
         static func kept(_ session: UserSession<User>?, _ outcome: Outcome) -> Self {
-            Transition(session: session, others: nil, outcome: outcome, saves: false)
+            Transition(session: session, outcome: outcome, saves: false)
         }
     }
 
     /// The transition `event` makes from `session` and the `others` signed in beside it;
-    /// `accountID` names an account (``EnvironmentSchema/accountID(of:)``).
+    /// `accountID` names an account (``EnvironmentSchema/accountID(of:)``) and `isNamed` tells
+    /// whether a user is the account of a name (``EnvironmentSchema/isAccount(_:named:)``). `others` is changed
+    /// in place, and only by a transition that is applied.
+    ///
+    /// NB: in place, so a switch moves two sessions within the array the stack handed over
+    /// instead of building a new one.
     @inlinable
     static func transition(
         from session: UserSession<User>?,
-        others: [UserSession<User>] = [],
+        others: inout [UserSession<User>],
         on event: Event,
-        accountID: (User) -> String = { _ in "" }
+        accountID: (User) -> String,
+        isNamed: (User, String) -> Bool
     ) -> Transition {
         switch event {
         case .login(let user, let token):
-            let signedIn = UserSession(user: user, token: token, state: .authenticated)
             // NB: one account, the common case, looks at nothing else.
-            guard !others.isEmpty else { return .applied(signedIn, saves: true) }
-            let name = accountID(user)
-            return .applied(signedIn, others: others.filter { accountID($0.user) != name }, saves: true)
+            if !others.isEmpty {
+                let name = accountID(user)
+                others.removeAll { accountID($0.user) == name }
+            }
+            return .applied(UserSession(user: user, token: token, state: .authenticated), saves: true)
         case .addAccount(let user, let token):
             let name = accountID(user)
-            var rest = others.filter { accountID($0.user) != name }
-            if let current = session, accountID(current.user) != name { rest.append(current) }
-            return .applied(UserSession(user: user, token: token, state: .authenticated), others: rest, saves: true)
+            others.removeAll { accountID($0.user) == name }
+            if let current = session, accountID(current.user) != name { others.append(current) }
+            return .applied(UserSession(user: user, token: token, state: .authenticated), saves: true)
         case .switchAccount(let name):
-            if let current = session, accountID(current.user) == name { return .kept(session, .unchanged) }
-            guard let index = others.firstIndex(where: { accountID($0.user) == name }) else {
+            // NB: the others first: a switch's common case looks at the active account not at all.
+            guard let index = others.firstIndex(where: { isNamed($0.user, name) }) else {
+                if let current = session, isNamed(current.user, name) { return .kept(session, .unchanged) }
                 return .kept(session, .refused(.unknownAccount(name, operation: "switchAccount")))
             }
-            var rest = others
-            let target = rest.remove(at: index)
-            if let current = session { rest.append(current) }
-            return .applied(target, others: rest, saves: true)
+            // The account that was active takes the place of the one that becomes active.
+            guard let current = session else { return .applied(others.remove(at: index), saves: true) }
+            var target = current
+            swap(&target, &others[index])
+            return .applied(target, saves: true)
         case .logout:
             return session == nil ? .kept(nil, .unchanged) : .applied(nil, saves: true)
         case .logoutAccount(let name):
-            if let current = session, accountID(current.user) == name { return .applied(nil, saves: true) }
-            guard let index = others.firstIndex(where: { accountID($0.user) == name }) else { return .kept(session, .unchanged) }
-            var rest = others
-            rest.remove(at: index)
-            return .applied(session, others: rest, saves: true)
+            if let current = session, isNamed(current.user, name) { return .applied(nil, saves: true) }
+            guard let index = others.firstIndex(where: { isNamed($0.user, name) }) else { return .kept(session, .unchanged) }
+            others.remove(at: index)
+            return .applied(session, saves: true)
         case .logoutAll:
-            return session == nil && others.isEmpty ? .kept(nil, .unchanged) : .applied(nil, others: [], saves: true)
+            guard session != nil || !others.isEmpty else { return .kept(nil, .unchanged) }
+            others = []
+            return .applied(nil, saves: true)
         case .updateUser(let user):
             guard var updated = session else {
                 return .kept(session, .refused(.notLoggedIn(operation: "updateCurrentUser")))
@@ -176,12 +183,14 @@ enum SessionLifecycle<User: Codable & Sendable> {
             updated.user = user
             return .applied(updated, saves: true)
         case .restored(let stored, let storedOthers):
-            return .applied(stored, others: storedOthers, saves: false)
+            others = storedOthers
+            return .applied(stored, saves: false)
         case .tokenReadable(let stored, let storedOthers):
             guard session?.state == .awaitingToken || others.contains(where: { $0.state == .awaitingToken }) else {
                 return .kept(session, .unchanged)
             }
-            return .applied(stored, others: storedOthers, saves: true)
+            others = storedOthers
+            return .applied(stored, saves: true)
         case .refreshed(let old, let new, let user):
             if let current = session, current.token == old, current.state != .awaitingToken,
                current.token != new || current.state != .authenticated {
@@ -190,39 +199,45 @@ enum SessionLifecycle<User: Codable & Sendable> {
             // An other account's refresh renews that account and never the active one.
             if let index = others.firstIndex(where: { $0.token == old && $0.state != .awaitingToken }),
                others[index].token != new || others[index].state != .authenticated {
-                var rest = others
-                rest[index] = UserSession(user: user ?? rest[index].user, token: new, state: .authenticated)
-                return .applied(session, others: rest, saves: true)
+                others[index] = UserSession(user: user ?? others[index].user, token: new, state: .authenticated)
+                return .applied(session, saves: true)
             }
             let applied = session?.token == new || others.contains { $0.token == new }
             return .kept(session, applied ? .unchanged : .superseded)
         case .refreshEnded(let old):
             if let current = session, current.token == old { return .applied(nil, saves: true) }
             if let index = others.firstIndex(where: { $0.token == old }) {
-                var rest = others
-                rest.remove(at: index)
-                return .applied(session, others: rest, saves: true)
+                others.remove(at: index)
+                return .applied(session, saves: true)
             }
             return .kept(session, session == nil ? .unchanged : .superseded)
         case .storeChanged(let stored, let storedOthers, let replacing):
             guard session?.token.secret == replacing else { return .kept(session, .superseded) }
-            return .applied(stored, others: storedOthers, saves: false)
+            others = storedOthers
+            return .applied(stored, saves: false)
         }
+    }
+
+    /// The transition `event` makes from `session` with no other account signed in.
+    @inlinable
+    static func transition(from session: UserSession<User>?, on event: Event) -> Transition {
+        var others: [UserSession<User>] = []
+        return transition(from: session, others: &others, on: event, accountID: { _ in "" }, isNamed: { _, name in name.isEmpty })
     }
 }
 
 extension HabitatEnvironment {
     /// Moves the session by `event`, telling the services (see ``EnvironmentSchema/services(_:for:)``)
     /// when it changed; returns the transition, so the caller commits or drops the update (its
-    /// `session` and `others` are moved into the environment when applied).
+    /// `session` is moved into the environment when applied, and the other accounts are
+    /// changed in place).
     @inlinable
     mutating func applySessionEvent(_ event: SessionLifecycle<App.User>.Event) -> SessionLifecycle<App.User>.Transition {
-        var transition = SessionLifecycle.transition(from: session, others: otherAccounts, on: event, accountID: App.accountID(of:))
+        var transition = SessionLifecycle.transition(from: session, others: &otherAccounts, on: event, accountID: App.accountID(of:), isNamed: App.isAccount(_:named:))
         if transition.outcome.isApplied {
             // NB: moved out, not copied: a copy retains the user's and the token's storage once
             // more, and the transition releases it again.
             session = transition.session.take()
-            if let others = transition.others.take() { otherAccounts = others }
             applySession()
         }
         return transition
