@@ -5,9 +5,10 @@ public import Habitat
 
 // MARK: The demo app's world
 
-/// The signed-in user of the demo app.
-public struct DemoUser: Codable, Sendable, Equatable {
+/// The signed-in user of the demo app. `Identifiable` by name: each name is its own account.
+public struct DemoUser: Codable, Sendable, Equatable, Identifiable {
     public var name: String
+    public var id: String { name }
 }
 
 /// The demo app's configuration.
@@ -39,8 +40,8 @@ public enum DemoApp: EnvironmentSchema {
 
 // MARK: The command line
 
-/// `habitat-demo [--store DIR] login NAME [--token TOKEN] | status | logout`; without a
-/// command, a walkthrough of all three in a temporary directory.
+/// `habitat-demo [--store DIR] login NAME [--token TOKEN] | status | accounts | switch NAME |
+/// refresh | logout [NAME | --all]`; without a command, a walkthrough in a temporary directory.
 public enum SessionDemo {
     /// What a run printed and how it ended.
     public struct Result: Sendable {
@@ -55,7 +56,7 @@ public enum SessionDemo {
         }
     }
 
-    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | refresh | logout | tour | help)"
+    public static let usage = "usage: habitat-demo [--store DIR] (login NAME [--token TOKEN] | status | accounts | switch NAME | refresh | logout [NAME | --all] | tour | help)"
 
     /// What `habitat-demo --help` prints: the commands, the options and where the session is
     /// kept by default.
@@ -66,13 +67,18 @@ public enum SessionDemo {
         \(usage)
 
         Commands:
-          login NAME     log NAME in (the pretend server hands out a token) and save the session
+          login NAME     sign NAME in (the pretend server hands out a token) beside any account
+                         already signed in, make it the active one, and save the sessions
           status         say who is logged in, as restored at this launch
-          refresh        ask the pretend server for a new token for the saved session
-          logout         log out and delete the token from disk
+          accounts       list the signed-in accounts, the active one marked with *
+          switch NAME    make the signed-in account NAME the active one
+          refresh        ask the pretend server for a new token for the active account
+          logout         sign the active account out and delete its token from disk; the
+                         other accounts stay signed in (logout NAME: that account; --all: all)
           tour           tour the rest of the core API: push and pop, scopes, the change stream
           help           show this help (also --help, -h)
-          (none)         walk through login, status and logout in a temporary directory
+          (none)         walk through login, a second account, switch and logout in a
+                         temporary directory
 
         Options:
           --store DIR    keep the session in DIR (session.json and secrets/)
@@ -139,10 +145,11 @@ public enum SessionDemo {
                     return usageError("login takes one NAME; unexpected '\(loginArguments[1])'")
                 }
                 let now = stack.current.now()
-                stack.login(user: DemoUser(name: name), token: token ?? stack.current.services.api.logIn(name: name, now: now))
+                // Beside the accounts already signed in: one person, several accounts.
+                stack.addAccount(user: DemoUser(name: name), token: token ?? stack.current.services.api.logIn(name: name, now: now))
                 stack.updateConfig { $0.launches += 1 }
                 try stack.save(to: sessions)
-                result.output += "logged in as \(name)\n"
+                result.output += "logged in as \(name)\n" + alsoSignedIn(stack.current)
             case .status:
                 guard rest.count == 1 else { return usageError("status takes no arguments; unexpected '\(rest[1])'") }
                 if let session = stack.current.session {
@@ -151,6 +158,19 @@ public enum SessionDemo {
                 } else {
                     result.output += "logged out\n"
                 }
+                result.output += alsoSignedIn(stack.current)
+            case .accounts:
+                guard rest.count == 1 else { return usageError("accounts takes no arguments; unexpected '\(rest[1])'") }
+                for account in stack.current.accounts {
+                    let marker = account.user == stack.current.currentUser ? "*" : " "
+                    result.output += "\(marker) \(account.user.name) (\(account.state.rawValue))\n"
+                }
+                if stack.current.accounts.isEmpty { result.output += "no account is signed in\n" }
+            case .switch:
+                guard rest.count == 2 else { return usageError("switch takes one NAME") }
+                try stack.switchAccount(to: rest[1])
+                try stack.save(to: sessions)
+                result.output += "switched to \(rest[1])\n"
             case .refresh:
                 guard rest.count == 1 else { return usageError("refresh takes no arguments; unexpected '\(rest[1])'") }
                 // The pretend server rotates the token; concurrent refreshes would share this one.
@@ -171,10 +191,15 @@ public enum SessionDemo {
                     result.output += "the session ended\n"
                 }
             case .logout:
-                guard rest.count == 1 else { return usageError("logout takes no arguments; unexpected '\(rest[1])'") }
-                stack.logout()
+                guard rest.count <= 2 else { return usageError("logout takes at most one NAME or --all; unexpected '\(rest[2])'") }
+                switch rest.dropFirst().first {
+                case nil: stack.logout()
+                case "--all": stack.logoutAll()
+                case let name?:
+                    guard stack.logout(account: name) != nil else { return usageError("no signed-in account is named '\(name)'") }
+                }
                 try stack.save(to: sessions)
-                result.output += "logged out\n"
+                result.output += (stack.current.session == nil ? "logged out\n" : "logged out \(rest[1])\n") + alsoSignedIn(stack.current)
             }
         } catch {
             result.status = 1
@@ -184,7 +209,13 @@ public enum SessionDemo {
     }
 
     private enum Command: String {
-        case login, status, refresh, logout
+        case login, status, accounts, `switch`, refresh, logout
+    }
+
+    /// "also signed in: NAME, NAME" when other accounts are signed in beside the active one.
+    private static func alsoSignedIn(_ environment: HabitatEnvironment<DemoApp>) -> String {
+        let others = environment.otherAccounts.map(\.user.name)
+        return others.isEmpty ? "" : "also signed in: \(others.joined(separator: ", ")) (switch NAME to use one)\n"
     }
 
     /// The session store the demo keeps in `directory`: `session.json` and `secrets/`.
@@ -222,13 +253,13 @@ public enum SessionDemo {
             .appendingPathComponent("habitat-demo-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         var result = Result(status: 0, output: "A walkthrough in \(directory.path); each step is a fresh launch.\n", errors: "")
-        for step in [["login", "Ada"], ["status"], ["logout"], ["status"]] {
+        for step in [["login", "Ada"], ["status"], ["login", "Grace"], ["switch", "Ada"], ["accounts"], ["logout"], ["status"], ["logout", "--all"], ["status"]] {
             let run = await run(["--store", directory.path] + step, environment: environment)
             result.output += "$ habitat-demo --store DIR \(step.joined(separator: " "))\n" + run.output
             result.errors += run.errors
             if run.status != 0 { result.status = run.status; break }
         }
-        result.output += "\nTry it yourself: swift run habitat-demo login NAME, then status, then logout.\n"
+        result.output += "\nTry it yourself: swift run habitat-demo login NAME, then status, accounts, switch NAME, logout.\n"
         return result
     }
 }

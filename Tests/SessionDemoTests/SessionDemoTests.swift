@@ -69,6 +69,31 @@ import Testing
         #expect(try launch(["--store", store.path, "status"]).output == "logged out\n")
     }
 
+    @Test func aSecondAccountSignsInBesideTheFirstAndSwitchesAcrossLaunches() async throws {
+        let store = Directory()
+        #expect(try launch(["--store", store.path, "login", "Ada", "--token", "tok-ada-SECRET"]).status == 0)
+        let second = try launch(["--store", store.path, "login", "Grace", "--token", "tok-grace-SECRET"])
+        #expect(second.output == "logged in as Grace\nalso signed in: Ada (switch NAME to use one)\n")
+        #expect(store.filesContaining("tok-ada-SECRET") == ["habitat.session.token.Ada"], "each account's token in its own item")
+        #expect(store.filesContaining("tok-grace-SECRET") == ["habitat.session.token"])
+
+        #expect(try launch(["--store", store.path, "accounts"]).output == "* Grace (restored)\n  Ada (restored)\n")
+        #expect(try launch(["--store", store.path, "switch", "Ada"]).output == "switched to Ada\n")
+        #expect(try launch(["--store", store.path, "status"]).output == "logged in as Ada (restored)\nalso signed in: Grace (switch NAME to use one)\n")
+        #expect(store.filesContaining("tok-ada-SECRET") == ["habitat.session.token"], "the active account's token is the one under the session's key")
+
+        let unknown = try launch(["--store", store.path, "switch", "Alan"])
+        #expect(unknown.status == 1)
+        #expect(unknown.errors == "habitat-demo: switchAccount: no signed-in account is named \"Alan\"\n")
+
+        #expect(try launch(["--store", store.path, "logout", "Grace"]).output == "logged out Grace\n")
+        #expect(store.filesContaining("tok-grace-SECRET").isEmpty, "Grace's token is gone, and only hers")
+        #expect(try launch(["--store", store.path, "status"]).output == "logged in as Ada (restored)\n")
+        #expect(try launch(["--store", store.path, "logout", "--all"]).output == "logged out\n")
+        #expect(store.filesContaining("tok-").isEmpty)
+        #expect(try launch(["--store", store.path, "accounts"]).output == "no account is signed in\n")
+    }
+
     @Test func loginWithoutATokenGetsOneFromTheFakeAPI() async throws {
         let store = Directory()
         #expect(await SessionDemo.run(["--store", store.path, "login", "Grace"], environment: [:]).output == "logged in as Grace\n")
