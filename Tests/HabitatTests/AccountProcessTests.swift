@@ -95,4 +95,21 @@ import Darwin
         #expect(serial >= refreshed.last ?? 0, "a saved refresh is never undone: grace#\(serial), last acknowledged \(refreshed.last ?? 0)")
         #expect(accounts.first { $0.user.id == "ada" }?.token == memberToken(.ada, 2), "ada's token was never touched")
     }
+
+    @Test(.enabled(if: canRunFixtures))
+    func twoProcessesRefreshingOneAccountAskTheServerOnce() throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try accountSessions(in: directory.url)
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        stack.addAccount(user: .grace, token: memberToken(.grace, 2))   // ada is not the active one
+        try stack.save(to: sessions)
+
+        let (tokens, refreshes) = try refreshTogether(in: directory, ["accounts-refresh-together", "accounts-refresh-together"])
+        #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
+        #expect(Set(tokens).count == 1 && tokens.first?.hasPrefix("ada#") == true, "both use the token it got: \(tokens)")
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.session?.user == .grace && snapshot.session?.token == memberToken(.grace, 2), "the active account untouched")
+        #expect(snapshot.otherAccounts.first?.token.secret == tokens.first)
+    }
 }

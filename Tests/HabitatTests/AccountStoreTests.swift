@@ -172,6 +172,23 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(secrets.keys.contains("habitat.session.token.grace") == false, "the new item was taken back")
     }
 
+    @Test func anItemTheSecretStoreRefusesFailsTheSaveAndLosesNothing() throws {
+        let secrets = RefusingDeletes(refusing: "habitat.session.token.ada", writes: true)
+        let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets)
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        try stack.save(to: sessions)
+        let before = try secrets.secret(forKey: "habitat.session.token")
+        stack.addAccount(user: .grace, token: memberToken(.grace, 2))
+        #expect(throws: SnapshotError.store(.unavailable(key: "habitat.session.token.ada", reason: "refused by the test"))) {
+            try stack.save(to: sessions)
+        }
+        #expect(try secrets.secret(forKey: "habitat.session.token") == before, "the record is put back")
+        let snapshot = try #require(try sessions.load())
+        #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
+        #expect(snapshot.otherAccounts.isEmpty)
+    }
+
     @Test func oneAccountStillSavesExactlyAsBefore() throws {
         let files = try AccountFiles()
         let stack = makeAccountsStack()
@@ -190,14 +207,19 @@ extension URL {
     }
 }
 
-/// A secret store that refuses to delete one key, as a crash before that delete would leave it.
+/// A secret store that refuses to delete one key, as a crash before that delete would leave it,
+/// or (`writes`) to write it, as a full Keychain would.
 final class RefusingDeletes: SecretStore, @unchecked Sendable {
     // Safe: `refused` is touched only with `lock` held; `base` is Sendable.
     private let lock = NSLock()
     private var refused: String?
+    private let writes: Bool
     let base = MockSecretStore()
 
-    init(refusing key: String) { refused = key }
+    init(refusing key: String, writes: Bool = false) {
+        refused = key
+        self.writes = writes
+    }
 
     var refusing: String? {
         get { lock.withLock { refused } }
@@ -207,7 +229,7 @@ final class RefusingDeletes: SecretStore, @unchecked Sendable {
     func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
 
     func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        if secret == nil, key == refusing { throw .unavailable(key: key, reason: "refused by the test") }
+        if (secret == nil) != writes, key == refusing { throw .unavailable(key: key, reason: "refused by the test") }
         try base.setSecret(secret, forKey: key)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Habitat
 import HabitatTesting
+import Observation
 import Testing
 
 @Suite struct AccountTransitionTests {
@@ -199,3 +200,19 @@ import Testing
     }
 }
 
+
+@Suite struct AccountObservationTests {
+    @Test @MainActor func anObserverSeesASwitchInOneStep() async throws {
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        stack.addAccount(user: .grace, token: memberToken(.grace, 2))
+        let object = ObservableEnvironment(stack)
+        let (told, tell) = AsyncStream<Void>.makeStream()
+        withObservationTracking { _ = object.session } onChange: { tell.yield() }
+        try stack.switchAccount(to: "ada")
+        for await _ in told { break }
+        while object.session != stack.current.session { await Task.yield() }
+        #expect(object.session?.user == .ada && object.session?.token == memberToken(.ada, 1))
+        #expect(object.otherAccounts.map(\.user) == [.grace] && object.otherAccounts.first?.token == memberToken(.grace, 2))
+    }
+}

@@ -29,6 +29,9 @@
 //     accounts-refresh-loop DIR NAME FIRST  restore DIR's accounts and refresh account NAME
 //                                      forever, the n-th refresh getting "NAME#(FIRST + n)";
 //                                      print "refreshed N" once it is saved
+//     accounts-refresh-together DIR LOG START  restore DIR's accounts; once START exists,
+//                                      refresh account "ada" (not the active one): the refresh
+//                                      appends a line to LOG and takes 300 ms; print ada's token
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -173,6 +176,20 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
                 try stack.save(to: sessions)
                 FileHandle.standardOutput.write(Data("ack \(describeAccounts(stack.current))\(out)\n".utf8))
             }
+        case ("accounts-refresh-together", 4):
+            let stack = makeAccountsStack()
+            let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            stack.enableAutosave(to: sessions)
+            while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
+            let log = arguments[2]
+            _ = try await stack.refreshSession(account: "ada") { _ in
+                try appendLine("refreshed by \(getpid())", to: log)
+                try await Task.sleep(for: .milliseconds(300))
+                return .refreshed(token: AuthToken("ada#\(getpid())"))
+            }
+            await stack.flushAutosave()
+            print(stack.current.accounts.first { $0.user.id == "ada" }?.token.secret ?? "none")
         case ("accounts-switch-loop", 2):
             let stack = makeAccountsStack()
             let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))

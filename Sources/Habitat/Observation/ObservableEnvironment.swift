@@ -35,6 +35,9 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
     public private(set) var session: UserSession<App.User>?
     /// The app's configuration.
     public private(set) var config: App.Config
+    /// The signed-in accounts besides the active one (see ``HabitatEnvironment/otherAccounts``),
+    /// for an account picker: changed in the same step as ``session``.
+    public private(set) var otherAccounts: [UserSession<App.User>]
 
     /// The signed-in user, or `nil` when logged out.
     public var currentUser: App.User? { session?.user }
@@ -54,11 +57,13 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
         let current = stack.current
         session = current.session
         config = current.config
+        otherAccounts = current.otherAccounts
         subscription.start(Task { [weak self] in
             for await change in changes {
                 guard let self else { return }
                 self.session = change.new.session
                 self.config = change.new.config
+                self.otherAccounts = change.new.otherAccounts
             }
         })
     }

@@ -7,12 +7,13 @@ import Foundation
 //   1. the tokens of accounts signed out since the last save are deleted: a purged account
 //      never comes back;
 //   2. the record under `tokenKey` is written, listing every item a crash may leave (the old
-//      names and the new) and the active account's new token beside its previous one; then
-//      each other account's new token beside the previous one in its item;
-//   3. the snapshot is written: the new state, naming the new tokens;
+//      names and the new) and the active account's new token beside its previous one;
+//   3. each other account's new token beside the previous one in its item, then the snapshot:
+//      the new state, naming the new tokens;
 //   4. the previous tokens, the items of accounts that left the others, and the names no
 //      longer signed in are dropped, and those accounts' data purged.
-// A crash before 3 leaves the previous state with its tokens, after it the new one with its own.
+// A crash before the snapshot leaves the previous state with its tokens, after it the new one
+// with its own.
 extension SessionStore {
     /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
     func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
@@ -77,23 +78,23 @@ extension SessionStore {
             for name in purged { during[name] = nil }
             let accountName = activeName.flatMap { $0.isEmpty ? nil : $0 }
             let record = TokenRecord(tokens: activeTokens, others: during, account: accountName)
+            let snapshot = try encode(environment, pairID: active?.id, others: pairs)
             var undo: [(key: String, data: Data?)] = []
             if record != stored {
                 try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey)
                 if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
             }
-            for (name, item) in fresh {
-                undo.append((tokenKey(forAccount: name), items[name] ?? nil))
-                try secrets.setSecret(item.encoded(), forKey: tokenKey(forAccount: name))
-            }
 
-            // 3. The snapshot.
-            let snapshot = try encode(environment, pairID: active?.id, others: pairs)
+            // 3. The other accounts' new items, then the snapshot. When either can't be written,
+            // what was written is put back (best effort; a crash here leaves tokens no snapshot
+            // names, which the next load discards, or the previous state with its own tokens).
             do throws(StoreError) {
+                for (name, item) in fresh {
+                    undo.append((tokenKey(forAccount: name), items[name] ?? nil))
+                    try secrets.setSecret(item.encoded(), forKey: tokenKey(forAccount: name))
+                }
                 try store.setData(snapshot, forKey: key)
             } catch {
-                // NB: best effort; a crash here leaves tokens no snapshot names, which the next
-                // load discards, or the previous state with its own tokens.
                 for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
                 throw error
             }
