@@ -189,6 +189,22 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(snapshot.otherAccounts.isEmpty)
     }
 
+    @Test func aDataStoreThatRefusesThePurgeFailsTheSaveButTheSignOutStands() throws {
+        let data = MockKeyValueStore(["habitat.session.account.ada/draft": Data("ada's draft".utf8)])
+        let secrets = MockSecretStore()
+        let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets, accountData: data)
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        try stack.save(to: sessions)
+        stack.logout()
+        data.failNext(1)
+        #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
+        #expect(secrets.keys.isEmpty, "the token went first")
+        let relaunched = makeAccountsStack()
+        try relaunched.restore(from: sessions)
+        #expect(relaunched.current.session == nil, "a relaunch is signed out")
+    }
+
     @Test func oneAccountStillSavesExactlyAsBefore() throws {
         let files = try AccountFiles()
         let stack = makeAccountsStack()

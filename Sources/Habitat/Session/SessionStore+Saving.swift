@@ -7,11 +7,12 @@ import Foundation
 //   1. the tokens of accounts signed out since the last save are deleted: a purged account
 //      never comes back;
 //   2. the record under `tokenKey` is written, listing every item a crash may leave (the old
-//      names and the new) and the active account's new token beside its previous one;
+//      names and the new) and the active account's new token beside its previous one (or no
+//      token, after a logout); then the signed-out accounts' data is purged;
 //   3. each other account's new token beside the previous one in its item, then the snapshot:
 //      the new state, naming the new tokens;
 //   4. the previous tokens, the items of accounts that left the others, and the names no
-//      longer signed in are dropped, and those accounts' data purged.
+//      longer signed in are dropped.
 // A crash before the snapshot leaves the previous state with its tokens, after it the new one
 // with its own.
 extension SessionStore {
@@ -46,9 +47,8 @@ extension SessionStore {
             let signedOut = stored?.account.flatMap { $0 == activeName || others[$0] != nil ? nil : $0 }
             let purged = Set(storedIndex.keys.filter { $0 != activeName && others[$0] == nil } + (signedOut.map { [$0] } ?? []))
 
-            // 1. Signed out here: the tokens go first, and stay gone; then the accounts' data.
+            // 1. Signed out here: the tokens go first, and stay gone.
             for name in purged where storedIndex[name] != nil { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
-            for name in purged { try purgeAccountData(name) }
 
             // 2. New tokens beside the previous ones: the record under `tokenKey` first, so that
             // it lists every item before the item is written.
@@ -84,6 +84,9 @@ extension SessionStore {
                 try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey)
                 if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
             }
+            // The signed-out accounts' data, once no token of theirs is left (an active account's
+            // went with the record): a store that refuses fails the save, the sign-out stands.
+            for name in purged { try purgeAccountData(name) }
 
             // 3. The other accounts' new items, then the snapshot. When either can't be written,
             // what was written is put back (best effort; a crash here leaves tokens no snapshot

@@ -31,8 +31,9 @@ enum SaveOutcome<App: EnvironmentSchema>: Sendable {
 }
 
 extension SessionStore {
-    /// Saves `environment` as ``save(_:)`` does, unless the store changed since `known`: then
-    /// the store's session stays, and only the configuration is written.
+    /// Saves `environment` as ``save(_:)`` does, unless the store changed since `known`: then,
+    /// when the stack changed nothing since, the store's accounts stay and only the
+    /// configuration is written; when it did, the two are merged account by account.
     func save(_ environment: HabitatEnvironment<App>, known: KnownSession?) throws(SnapshotError) -> SaveOutcome<App> {
         try lock.withLock { () throws(SnapshotError) -> SaveOutcome<App> in
             guard let known, environment.session?.state != .awaitingToken else { return .saved(now: try saveLocked(environment)) }
@@ -61,10 +62,10 @@ extension SessionStore {
     }
 
     /// `environment`, changed by this stack since it knew `known`, merged with what changed in
-    /// the store meanwhile (`snapshot`, and `stored`, the pairs it names), account by account: an account this stack
-    /// didn't touch is taken as the store has it (renewed, signed out, or signed in elsewhere),
-    /// never saved back as it was; and when this stack didn't switch, the store's choice of the
-    /// active account is taken too.
+    /// the store meanwhile (`snapshot`, and `stored`, the pairs it names), account by account:
+    /// an account this stack didn't touch is taken as the store has it (renewed, signed out, or
+    /// signed in elsewhere), never saved back as it was; and when this stack didn't switch, the
+    /// store's choice of the active account is taken too.
     private func merging(
         _ environment: HabitatEnvironment<App>,
         known: KnownSession,

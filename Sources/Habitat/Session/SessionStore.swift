@@ -15,7 +15,9 @@ public import Foundation
 /// ```
 ///
 /// The snapshot is JSON under ``key`` in the plain store; the token's secret is under
-/// `"\(key).token"` in the secret store and nowhere else.
+/// `"\(key).token"` in the secret store and nowhere else. With several accounts signed in, the
+/// snapshot holds them all and says which is active, and each account that isn't active keeps
+/// its token under ``tokenKey(forAccount:)``.
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
 /// store: saves and loads take turns on an advisory lock on ``lockFile``, held only while they
@@ -145,8 +147,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// Other signed-in accounts (``HabitatEnvironment/otherAccounts``) are saved in the same
     /// snapshot, which records which account is active; each keeps its token in its own item,
     /// ``tokenKey(forAccount:)``, paired the same way. An account signed out since the last
-    /// save loses its token first, and its namespace of ``accountData(for:)`` after the
-    /// snapshot is written.
+    /// save loses its token first, then its namespace of ``accountData(for:)``, and only then
+    /// is the snapshot written.
     ///
     /// A session ``AuthState/awaitingToken`` (restored while the secret store couldn't be read,
     /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
@@ -201,6 +203,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// deleted and reinstalled, is never used, and is deleted here unless
     /// ``discardsUnpairedSecrets`` is `false`, or the secret store can't be trusted to have
     /// been read in full yet.
+    ///
+    /// Other signed-in accounts load the same way, each from its own item, into
+    /// ``SessionSnapshot/otherAccounts``; one whose item is gone or damaged is left out (a damaged
+    /// item is reported in ``SessionSnapshot/accountProblems`` and left in place), and the others
+    /// load all the same.
     ///
     /// - Returns: The snapshot, or `nil` when none was saved.
     /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
