@@ -113,3 +113,67 @@ import Testing
         #expect(changedHere.outcome == .superseded, "a change made here since wins")
     }
 }
+
+/// The several-accounts rows of the table, driven directly: the other accounts are changed in
+/// place, and only by an applied transition.
+@Suite struct AccountLifecycleMachineTests {
+    typealias Machine = SessionLifecycle<Member>
+    let ada = UserSession(user: Member.ada, token: memberToken(.ada, 1), state: .restored)
+    let grace = UserSession(user: Member.grace, token: memberToken(.grace, 2), state: .authenticated)
+    let alan = UserSession(user: Member.alan, token: memberToken(.alan, 3), state: .restored)
+
+    func run(_ session: UserSession<Member>?, _ others: [UserSession<Member>], _ event: Machine.Event)
+        -> (Machine.Transition, [UserSession<Member>]) {
+        var others = others
+        let transition = Machine.transition(
+            from: session, others: &others, on: event,
+            accountID: AccountsApp.accountID(of:), isNamed: AccountsApp.isAccount(_:named:)
+        )
+        return (transition, others)
+    }
+
+    @Test func addAccountKeepsTheActiveOneBesideAndReplacesASameNamedOne() {
+        let (added, others) = run(ada, [alan], .addAccount(.grace, memberToken(.grace, 9)))
+        #expect(added.outcome == .applied && added.saves)
+        #expect(added.session?.token == memberToken(.grace, 9))
+        #expect(others.map(\.user) == [.alan, .ada])
+        let (again, rest) = run(grace, [ada], .addAccount(.ada, memberToken(.ada, 7)))
+        #expect(again.session?.token == memberToken(.ada, 7))
+        #expect(rest.map(\.user) == [.grace], "the old ada is gone, grace waits")
+    }
+
+    @Test func switchSwapsInPlaceIsNothingForTheActiveOneAndRefusesAStranger() {
+        let (switched, others) = run(ada, [grace, alan], .switchAccount("alan"))
+        #expect(switched.outcome == .applied && switched.session == alan)
+        #expect(others == [grace, ada], "ada takes alan's place, both keep their tokens and states")
+        let (same, untouched) = run(ada, [grace], .switchAccount("ada"))
+        #expect(same.outcome == .unchanged && untouched == [grace])
+        let (refused, kept) = run(ada, [grace], .switchAccount("edsger"))
+        #expect(refused.outcome == .refused(.unknownAccount("edsger", operation: "switchAccount")))
+        #expect(refused.session == ada && kept == [grace])
+        let (fromNobody, left) = run(nil, [grace, alan], .switchAccount("grace"))
+        #expect(fromNobody.session == grace && left == [alan])
+    }
+
+    @Test func signingOutOneLeavesTheRestAndAllLeavesNothing() {
+        let (active, others) = run(ada, [grace], .logoutAccount("ada"))
+        #expect(active.session == nil && others == [grace])
+        let (other, rest) = run(ada, [grace, alan], .logoutAccount("grace"))
+        #expect(other.session == ada && rest == [alan])
+        let (stranger, same) = run(ada, [grace], .logoutAccount("edsger"))
+        #expect(stranger.outcome == .unchanged && same == [grace])
+        let (all, none) = run(ada, [grace], .logoutAll)
+        #expect(all.session == nil && none.isEmpty && all.saves)
+        #expect(run(nil, [], .logoutAll).0.outcome == .unchanged)
+    }
+
+    @Test func refreshesFindTheirAccountWhereverItIsAndNeverTouchTheActiveOne() {
+        let (renewed, others) = run(ada, [grace], .refreshed(from: grace.token, to: memberToken(.grace, 8), user: nil))
+        #expect(renewed.outcome == .applied && renewed.session == ada)
+        #expect(others.first?.token == memberToken(.grace, 8) && others.first?.state == .authenticated)
+        let (gone, kept) = run(ada, [alan], .refreshed(from: grace.token, to: memberToken(.grace, 8), user: nil))
+        #expect(gone.outcome == .superseded && kept == [alan], "grace was signed out meanwhile")
+        let (ended, rest) = run(ada, [grace], .refreshEnded(from: grace.token))
+        #expect(ended.session == ada && rest.isEmpty)
+    }
+}
