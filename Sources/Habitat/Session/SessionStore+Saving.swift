@@ -28,17 +28,21 @@ extension SessionStore {
             let stored = TokenRecord.decode(storedData)
             let storedIndex = stored?.others ?? [:]
             let activeName = environment.session.map { App.accountID(of: $0.user) }
+            // The other accounts by name, the first of a name kept; each one's item as stored,
+            // and its newest entry when that is the account's token already.
             var others: [String: UserSession<App.User>] = [:]
-            for other in environment.otherAccounts where App.accountID(of: other.user) != activeName {
-                others[App.accountID(of: other.user)] = others[App.accountID(of: other.user)] ?? other
+            var items: [String: Data?] = [:]
+            var keptOthers: [String: TokenRecord.Entry] = [:]
+            for other in environment.otherAccounts {
+                let name = App.accountID(of: other.user)
+                guard name != activeName, others[name] == nil else { continue }
+                others[name] = other
+                items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+                if let newest = TokenRecord.decode(items[name] ?? nil)?.tokens.first, newest.secret == other.token.secret {
+                    keptOthers[name] = newest
+                }
             }
-            let items = try Dictionary(uniqueKeysWithValues: others.keys.map { (name) throws(StoreError) in
-                (name, try secrets.secret(forKey: tokenKey(forAccount: name)))
-            })
             let activeKept = stored?.tokens.first.flatMap { $0.secret == environment.session?.token.secret ? $0 : nil }
-            let keptOthers = others.compactMapValues { other in
-                TokenRecord.decode(items[App.accountID(of: other.user)] ?? nil)?.tokens.first.flatMap { $0.secret == other.token.secret ? $0 : nil }
-            }
             // A store that never refreshes (an extension's) writes no token it doesn't hold: an
             // older one would replay a rotated token, a newer one belongs to the app.
             if !refreshesTokens, (environment.session != nil && activeKept == nil) || keptOthers.count != others.count {

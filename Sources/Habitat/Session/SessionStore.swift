@@ -235,30 +235,38 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         var others: [UserSession<App.User>] = []
         var accountProblems: [String: StoreError] = [:]
         var unpaired: [String] = []
+        var pairs: [String: TokenRecord.Entry] = [:]
         for saved in payload?.accounts ?? [] {
             let name = saved.account ?? App.accountID(of: saved.user)
             let item = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: name)) }
             let (other, problem) = restore(saved, from: item, key: tokenKey(forAccount: name), absenceIsFinal: absenceIsFinal)
-            if let other { others.append(other) }
+            if let other {
+                others.append(other)
+                pairs[name] = TokenRecord.Entry(id: saved.pairID ?? "", secret: other.token.secret)
+            }
             if let problem { accountProblems[name] = problem }
             if other == nil, problem == nil, case .success(.some) = item { unpaired.append(name) }
         }
-        let index = (try? secret.get()).flatMap(TokenRecord.decode)?.others ?? [:]
+        // The other accounts' items the record lists, as the store holds them after this load.
+        var listed = (try? secret.get()).flatMap(TokenRecord.decode)?.others ?? [:]
         if absenceIsFinal, discardsUnpairedSecrets {
             // NB: no snapshot names these tokens, and none can later: every save that names a
             // token writes it first, under the lock this load holds. Deleting them is best
             // effort; the next load tries again.
             let named = Set(others.map { App.accountID(of: $0.user) }).union(accountProblems.keys)
-            for name in Set(index.keys).subtracting(named).union(unpaired) {
+            for name in Set(listed.keys).subtracting(named).union(unpaired) {
                 try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
             }
             // The record keeps the snapshot's token and names only: after a crash between a
             // save's record and its snapshot, it agrees with the snapshot again.
             if tokenProblem == nil, session?.state != .awaitingToken, case .success(let data?) = secret {
                 let paired = TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID && session != nil } ?? []
-                let kept = TokenRecord(tokens: paired, others: index.filter { named.contains($0.key) }, account: session.map { App.accountID(of: $0.user) }.flatMap { $0.isEmpty ? nil : $0 })
-                if paired.isEmpty == (session == nil), TokenRecord.decode(data) != kept {
-                    try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey)
+                let name = session.map { App.accountID(of: $0.user) }.flatMap { $0.isEmpty ? nil : $0 }
+                let names = listed.filter { named.contains($0.key) }.merging(pairs.mapValues(\.id)) { _, saved in saved }
+                let kept = TokenRecord(tokens: paired, others: names, account: name)
+                if paired.isEmpty == (session == nil), TokenRecord.decode(data) != kept,
+                   (try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey)) != nil {
+                    listed = kept.others ?? [:]
                 }
             }
         }
@@ -267,17 +275,10 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         snapshot.otherAccounts = others
         snapshot.accountProblems = accountProblems
         if session?.state != .awaitingToken, !others.contains(where: { $0.state == .awaitingToken }) {
-            let secrets = Dictionary(others.map { (App.accountID(of: $0.user), $0.token.secret) }, uniquingKeysWith: { first, _ in first })
             snapshot.known = KnownSession(
                 pairID: session == nil ? nil : payload.session?.pairID,
                 secret: session?.token.secret,
-                others: index.mapValues { .init(id: $0, secret: "") }.merging(
-                    (payload.accounts ?? []).compactMap { saved in
-                        let name = saved.account ?? App.accountID(of: saved.user)
-                        return secrets[name].map { (name, TokenRecord.Entry(id: saved.pairID ?? "", secret: $0)) }
-                    },
-                    uniquingKeysWith: { _, restored in restored }
-                ),
+                others: listed.mapValues { TokenRecord.Entry(id: $0, secret: "") }.merging(pairs) { _, restored in restored },
                 active: session.map { App.accountID(of: $0.user) }
             )
         }
