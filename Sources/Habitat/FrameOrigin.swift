@@ -66,7 +66,7 @@ public struct StackFrame<App: EnvironmentSchema>: Sendable, CustomStringConverti
     /// The frame's environment.
     public let environment: HabitatEnvironment<App>
     /// The names of the fields that differ from the frame below (`"services"`, `"session"`,
-    /// `"config"`, `"calendar"`, `"locale"`, `"timeZone"`); empty for the base.
+    /// `"otherAccounts"`, `"config"`, `"calendar"`, `"locale"`, `"timeZone"`); empty for the base.
     ///
     /// Services are compared by their printed form, and the session by its user, token and
     /// state; `now` and `uuid` are closures, which can't be compared, and are never listed.
@@ -88,6 +88,9 @@ extension HabitatEnvironment {
         var fields: [String] = []
         if String(reflecting: services) != String(reflecting: other.services) { fields.append("services") }
         if !Self.sameSession(session, other.session) { fields.append("session") }
+        if otherAccounts.count != other.otherAccounts.count || !zip(otherAccounts, other.otherAccounts).allSatisfy({ Self.sameSession($0, $1) }) {
+            fields.append("otherAccounts")
+        }
         if Self.encoded(config) != Self.encoded(other.config) { fields.append("config") }
         if calendar != other.calendar { fields.append("calendar") }
         if locale != other.locale { fields.append("locale") }

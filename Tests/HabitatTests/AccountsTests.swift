@@ -91,6 +91,14 @@ import Testing
         #expect(stack.logoutAll().isEmpty, "nothing left: no change")
     }
 
+    @Test func aFrameSaysWhenTheOtherAccountsDiffer() {
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        stack.addAccount(user: .grace, token: memberToken(.grace, 2))
+        stack.push(label: "one account") { $0.otherAccounts = [] }
+        #expect(stack.frames[0].changedFields == ["otherAccounts"])
+    }
+
     @Test func readersNeverSeeOneAccountsUserWithAnothersToken() async throws {
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))

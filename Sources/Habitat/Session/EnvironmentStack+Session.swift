@@ -3,7 +3,10 @@ extension EnvironmentStack {
     ///
     /// The new session is ``AuthState/authenticated``. Services that conform to
     /// ``SessionDependent`` receive the new session in the same step. Logging in while another user is
-    /// logged in switches users; the change's `old` environment shows who was signed in before.
+    /// logged in replaces that user's session; the change's `old` environment shows who was signed
+    /// in before. Accounts signed in beside the active one (``HabitatEnvironment/otherAccounts``)
+    /// stay signed in; to sign another account in without signing the active one out, use
+    /// ``addAccount(user:token:fileID:line:)``.
     ///
     /// ```swift
     /// appEnvironment.login(user: account, token: AuthToken("s3cr3t"))
@@ -23,7 +26,9 @@ extension EnvironmentStack {
     /// Signs the current user out, replacing the current environment in one atomic step.
     ///
     /// ``SessionDependent`` services are told nobody is signed in. Logging out while nobody is
-    /// logged in changes nothing and publishes no change.
+    /// logged in changes nothing and publishes no change. Other signed-in accounts
+    /// (``HabitatEnvironment/otherAccounts``) stay signed in, none of them active;
+    /// ``logoutAll(fileID:line:)`` signs them all out.
     ///
     /// - Parameters:
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
