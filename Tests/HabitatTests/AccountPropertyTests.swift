@@ -20,7 +20,7 @@ import Testing
 
     /// Runs one sequence; returns what went wrong, with the seed to replay it, or `nil`.
     static func run(seed: UInt64, steps: Int) async throws -> String? {
-        var random = SeededGenerator(state: seed)
+        var random = SplitMix(seed: seed)
         let server = RotatingServer()
         let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
         var stack = makeAccountsStack()

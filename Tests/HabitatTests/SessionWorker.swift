@@ -157,7 +157,7 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             let stack = makeAccountsStack()
             let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
             try stack.restore(from: sessions)
-            var random = SeededGenerator(state: UInt64(serial))
+            var random = SplitMix(seed: UInt64(serial))
             while true {
                 let names = stack.current.accounts.map(\.user.id)
                 var out = ""
