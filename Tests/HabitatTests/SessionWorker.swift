@@ -32,6 +32,9 @@
 //     accounts-refresh-together DIR LOG START  restore DIR's accounts; once START exists,
 //                                      refresh account "ada" (not the active one): the refresh
 //                                      appends a line to LOG and takes 300 ms; print ada's token
+//     accounts-refresh-one DIR LOG START NAME  restore DIR's accounts; once START exists,
+//                                      refresh account NAME, logging "start NAME" and, 300 ms
+//                                      later, "end NAME" to LOG
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
 //                                      LEGACY into DIR's store, killing itself with SIGKILL
 //                                      just before its KILL-AT-th write (0: never)
@@ -190,6 +193,20 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             }
             await stack.flushAutosave()
             print(stack.current.accounts.first { $0.user.id == "ada" }?.token.secret ?? "none")
+        case ("accounts-refresh-one", 5):
+            let stack = makeAccountsStack()
+            let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            stack.enableAutosave(to: sessions)
+            while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
+            let (log, name) = (arguments[2], arguments[4])
+            _ = try await stack.refreshSession(account: name) { _ in
+                try appendLine("start \(name)", to: log)
+                try await Task.sleep(for: .milliseconds(300))
+                try appendLine("end \(name)", to: log)
+                return .refreshed(token: AuthToken("\(name)#\(getpid())"))
+            }
+            await stack.flushAutosave()
         case ("accounts-switch-loop", 2):
             let stack = makeAccountsStack()
             let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))

@@ -139,7 +139,7 @@ extension EnvironmentStack {
                 // Other processes and stacks that share the saved session take turns too, and
                 // one that refreshed while this one waited has saved the token it got.
                 let shared = sharedSessions()
-                let turn = await beginSharedRefresh(shared)
+                let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user))
                 let answer: SessionRefresh<App.User>
                 let reader = readOnlySessions()
                 if let rotated = rotatedToken(in: shared ?? reader, replacing: session) {
@@ -244,12 +244,12 @@ extension EnvironmentStack {
         return sessions
     }
 
-    /// Waits for this stack's turn to refresh the session saved in `sessions`, after saving
-    /// what autosave still has to save (so the others see this stack's token).
-    private func beginSharedRefresh(_ sessions: SessionStore<App>?) async -> String? {
+    /// Waits for this stack's turn to refresh the account named `name` saved in `sessions`,
+    /// after saving what autosave still has to save (so the others see this stack's token).
+    private func beginSharedRefresh(_ sessions: SessionStore<App>?, account name: String) async -> SessionLock.Lease? {
         guard let sessions else { return nil }
         await autosave.flush()
-        return await sessions.lock.beginRefresh()
+        return await sessions.lock.beginRefresh(for: name)
     }
 
     /// The token that another process or stack sharing `sessions` saved in place of

@@ -15,8 +15,9 @@ import Musl
 /// disk) only the mutex remains.
 ///
 /// A refresh takes turns by a *lease*, not a lock: a file beside the lock file (its path with
-/// `.refresh` appended) that names the holder's process and a deadline, written and removed
-/// under the short lock. No lock is held while the server is asked: iOS terminates a suspended
+/// `.refresh` appended, and `.NAME` for an account with a name, so that refreshes of different
+/// accounts don't wait for each other) that names the holder's process and a deadline, written
+/// and removed under the short lock. No lock is held while the server is asked: iOS terminates a suspended
 /// app that holds a file lock in a shared container, and a lease a suspended or crashed holder
 /// leaves behind ends at its deadline, or as soon as its process is gone.
 package final class SessionLock: Sendable {
@@ -44,30 +45,54 @@ package final class SessionLock: Sendable {
         }
     }
 
-    /// Waits until no other process or stack holds the refresh lease, then takes it; returns
-    /// the lease to hand back to ``endRefresh(_:)``. `nil` when the store has no files, when
-    /// the lease can't be written (a read-only directory: there is nobody to take turns with),
-    /// or when the task is cancelled.
-    func beginRefresh() async -> String? {
-        guard let refreshPath else { return nil }
-        let lease = "\(getpid()) \(UUID().uuidString)"
+    /// A refresh's lease: its file, and what this holder wrote in it.
+    struct Lease: Sendable {
+        let path: String
+        let holder: String
+    }
+
+    /// The lease file of refreshes of the account named `name`: ``refreshPath`` for `""` (one
+    /// account that isn't `Identifiable`), with `.NAME` appended otherwise (anything but ASCII
+    /// letters, digits, `-` and `_` percent-encoded).
+    func refreshPath(for name: String) -> String? {
+        guard let refreshPath, !name.isEmpty else { return refreshPath }
+        var file = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                file.append(Character(UnicodeScalar(byte)))
+            default:
+                file += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+            }
+        }
+        return refreshPath + "." + file
+    }
+
+    /// Waits until no other process or stack holds the lease of refreshes of the account named
+    /// `name`, then takes it; returns the lease to hand back to ``endRefresh(_:)``. `nil` when
+    /// the store has no files, when the lease can't be written (a read-only directory: there is
+    /// nobody to take turns with), or when the task is cancelled.
+    func beginRefresh(for name: String) async -> Lease? {
+        guard let path = refreshPath(for: name) else { return nil }
+        let holder = "\(getpid()) \(UUID().uuidString)"
         while true {
             let taken: Bool? = withLock {
-                if let holder = Self.leaseHolder(refreshPath), Self.isHeld(holder) { return false }
+                if let current = Self.leaseHolder(path), Self.isHeld(current) { return false }
                 let deadline = Int(Date().timeIntervalSince1970 + Self.leaseDuration)
-                return (try? FileSystem.writeAtomically(Data("\(lease) \(deadline)\n".utf8), to: refreshPath)) == nil ? nil : true
+                return (try? FileSystem.writeAtomically(Data("\(holder) \(deadline)\n".utf8), to: path)) == nil ? nil : true
             }
             guard let taken else { return nil }
-            if taken { return lease }
+            if taken { return Lease(path: path, holder: holder) }
             do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }
         }
     }
 
     /// Hands the lease back, if it is still this one's.
-    func endRefresh(_ lease: String?) {
-        guard let lease, let refreshPath else { return }
+    func endRefresh(_ lease: Lease?) {
+        guard let lease else { return }
         withLock {
-            if Self.leaseHolder(refreshPath)?.hasPrefix(lease + " ") == true { try? FileSystem.remove(refreshPath) }
+            if Self.leaseHolder(lease.path)?.hasPrefix(lease.holder + " ") == true { try? FileSystem.remove(lease.path) }
         }
     }
 
@@ -86,5 +111,12 @@ package final class SessionLock: Sendable {
         }
         guard Double(deadline) > Date().timeIntervalSince1970 else { return false }
         return kill(pid, 0) == 0 || errno != ESRCH
+    }
+}
+
+extension String {
+    /// This text with zeros before it, to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

@@ -21,9 +21,10 @@ public import Foundation
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
 /// store: saves and loads take turns on an advisory lock on ``lockFile``, held only while they
-/// read or write; refreshes take turns by a lease beside it (the same path with `.refresh`
-/// appended: the holder's process and a deadline), so that only one of them asks the server at
-/// a time and the others use the token it got. No lock is held while the server is asked.
+/// read or write; refreshes of an account take turns by a lease beside it (the same path with
+/// `.refresh` appended, and `.NAME` for an account with a name: the holder's process and a
+/// deadline), so that only one of them asks the server at a time and the others use the token
+/// it got. No lock is held while the server is asked.
 public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// Where the snapshot goes.
     public let store: any KeyValueStore
