@@ -199,10 +199,31 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         stack.logout()
         data.failNext(1)
         #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
-        #expect(secrets.keys.isEmpty, "the token went first")
+        #expect(!secrets.keys.contains("habitat.session.token.ada") && secrets.contains("ada#1") == false, "the token went first")
+        #expect(data.contents.keys.contains("habitat.session.account.ada/draft"), "the purge was refused")
+        try stack.save(to: sessions)
+        #expect(data.contents.isEmpty, "the next save purges it")
+        #expect(secrets.keys.isEmpty)
         let relaunched = makeAccountsStack()
         try relaunched.restore(from: sessions)
         #expect(relaunched.current.session == nil, "a relaunch is signed out")
+    }
+
+    @Test func aPurgeLeftUndoneIsMadeByTheNextLaunch() throws {
+        let data = MockKeyValueStore()
+        let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: MockSecretStore(), accountData: data)
+        let stack = threeAccounts()
+        try stack.save(to: sessions)
+        try sessions.accountData(for: "alan").setData(Data("alan's draft".utf8), forKey: "draft")
+        try sessions.accountData(for: "grace").setData(Data("grace's draft".utf8), forKey: "draft")
+        stack.logout(account: "alan")
+        data.failNext(1)
+        #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
+        let relaunched = makeAccountsStack()
+        try relaunched.restore(from: sessions)
+        #expect(relaunched.current.accounts.map(\.user.id) == ["grace", "ada"])
+        #expect(try sessions.accountData(for: "alan").keys().isEmpty, "the launch purged alan's data")
+        #expect(try sessions.accountData(for: "grace").data(forKey: "draft") == Data("grace's draft".utf8), "and only alan's")
     }
 
     @Test func oneAccountStillSavesExactlyAsBefore() throws {

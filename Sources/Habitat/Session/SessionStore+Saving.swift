@@ -5,14 +5,14 @@ import Foundation
 //
 // The order makes every crash safe (the reliability tests kill processes at random points):
 //   1. the tokens of accounts signed out since the last save are deleted: a purged account
-//      never comes back;
+//      never comes back (their names stay listed in the record until step 4);
 //   2. the record under `tokenKey` is written, listing every item a crash may leave (the old
 //      names and the new) and the active account's new token beside its previous one (or no
 //      token, after a logout); then the signed-out accounts' data is purged;
 //   3. each other account's new token beside the previous one in its item, then the snapshot:
 //      the new state, naming the new tokens;
 //   4. the previous tokens, the items of accounts that left the others, and the names no
-//      longer signed in are dropped.
+//      longer signed in are dropped from the record.
 // A crash before the snapshot leaves the previous state with its tokens, after it the new one
 // with its own.
 extension SessionStore {
@@ -78,8 +78,10 @@ extension SessionStore {
                 activeTokens = (active.map { [$0] } ?? []) + (stored?.tokens.first.map { [$0] } ?? [])
             }
             let pairs = index.mapValues(\.id)
+            // NB: the signed-out accounts stay listed until the save is made, so that one whose
+            // data couldn't be purged is purged by the next save, or judged by the next load.
             var during = storedIndex.merging(pairs) { _, new in new }
-            for name in purged { during[name] = nil }
+            for name in purged where during[name] == nil { during[name] = "" }
             let accountName = activeName.flatMap { $0.isEmpty ? nil : $0 }
             let record = TokenRecord(tokens: activeTokens, others: during, account: accountName)
             let snapshot = try encode(environment, pairID: active?.id, others: pairs)

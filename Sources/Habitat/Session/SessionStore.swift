@@ -258,6 +258,12 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             for name in Set(listed.keys).subtracting(named).union(unpaired) {
                 try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
             }
+            // A listed account that the snapshot doesn't name, and that isn't the active one,
+            // was signed out by a save that didn't finish: its data goes too.
+            let active = session.map { App.accountID(of: $0.user) }
+            for name in Set(listed.keys).subtracting(named) where name != active {
+                try? purgeAccountData(name)
+            }
             // The record keeps the snapshot's token and names only: after a crash between a
             // save's record and its snapshot, it agrees with the snapshot again.
             if tokenProblem == nil, session?.state != .awaitingToken, case .success(let data?) = secret {
