@@ -51,22 +51,12 @@ package final class SessionLock: Sendable {
         let holder: String
     }
 
-    /// The lease file of refreshes of the account named `name`: ``refreshPath`` for `""` (one
-    /// account that isn't `Identifiable`), with `.NAME` appended otherwise (anything but ASCII
-    /// letters, digits, `-` and `_` percent-encoded).
+    /// The lease file of refreshes of the account named `name`: `refreshPath` for `""` (one
+    /// account that isn't `Identifiable`), with `.NAME` appended otherwise (the name made a file
+    /// name as the secrets' files are, `FileSystem.fileName(for:)`).
     func refreshPath(for name: String) -> String? {
         guard let refreshPath, !name.isEmpty else { return refreshPath }
-        var file = ""
-        for byte in name.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                file.append(Character(UnicodeScalar(byte)))
-            default:
-                file += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return refreshPath + "." + file
+        return refreshPath + "." + FileSystem.fileName(for: name)
     }
 
     /// Waits until no other process or stack holds the lease of refreshes of the account named
@@ -111,12 +101,5 @@ package final class SessionLock: Sendable {
         }
         guard Double(deadline) > Date().timeIntervalSince1970 else { return false }
         return kill(pid, 0) == 0 || errno != ESRCH
-    }
-}
-
-extension String {
-    /// This text with zeros before it, to `width` characters.
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

@@ -58,13 +58,14 @@ extension SessionStore {
             // it lists every item before the item is written.
             var index = keptOthers
             var fresh: [(name: String, record: TokenRecord)] = []
-            var untrimmed = Set(keptOthers.keys.filter { TokenRecord.decode(items[$0] ?? nil)?.tokens.count != 1 })
+            // The items that will hold more than their one entry until step 4.
+            var untrimmed = keptOthers.filter { TokenRecord.decode(items[$0.key] ?? nil)?.tokens.count != 1 }
             for (name, other) in others where keptOthers[name] == nil {
                 let entry = TokenRecord.Entry(id: UUID().uuidString, secret: other.token.secret)
                 let previous = TokenRecord.decode(items[name] ?? nil)?.tokens.first.map { [$0] } ?? []
                 fresh.append((name, TokenRecord(tokens: [entry] + previous)))
                 index[name] = entry
-                if !previous.isEmpty { untrimmed.insert(name) }
+                if !previous.isEmpty { untrimmed[name] = entry }
             }
             let active = activeKept ?? environment.session.map { TokenRecord.Entry(id: UUID().uuidString, secret: $0.token.secret) }
             let activeTokens: [TokenRecord.Entry]
@@ -92,7 +93,7 @@ extension SessionStore {
             }
             // The signed-out accounts' data, once no token of theirs is left (an active account's
             // went with the record): a store that refuses fails the save, the sign-out stands.
-            for name in purged { try purgeAccountData(name) }
+            for name in purged { try accountData(for: name).removeAll() }
 
             // 3. The other accounts' new items, then the snapshot. When either can't be written,
             // what was written is put back (best effort; a crash here leaves tokens no snapshot
@@ -112,7 +113,7 @@ extension SessionStore {
             // is made; when a removal fails, the record keeps naming what is left, and the next
             // load discards it.
             var cleaned = true
-            for name in untrimmed { try? secrets.setSecret(TokenRecord(tokens: [index[name]!]).encoded(), forKey: tokenKey(forAccount: name)) }
+            for (name, entry) in untrimmed { try? secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey(forAccount: name)) }
             for name in storedIndex.keys where index[name] == nil && !purged.contains(name) {
                 do throws(StoreError) { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) } catch { cleaned = false }
             }
@@ -131,9 +132,4 @@ extension SessionStore {
         }
     }
 
-    /// Removes the namespace of `name`'s data, if it holds anything.
-    func purgeAccountData(_ name: String) throws(StoreError) {
-        let data = accountData(for: name)
-        if try !data.keys().isEmpty { try data.removeAll() }
-    }
 }

@@ -262,7 +262,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             // was signed out by a save that didn't finish: its data goes too.
             let active = session.map { App.accountID(of: $0.user) }
             for name in Set(listed.keys).subtracting(named) where name != active {
-                try? purgeAccountData(name)
+                try? accountData(for: name).removeAll()
             }
             // The record keeps the snapshot's token and names only: after a crash between a
             // save's record and its snapshot, it agrees with the snapshot again.

@@ -52,25 +52,9 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
         URL(fileURLWithPath: path(forKey: key))
     }
 
-    /// The file's path: `key` with anything but ASCII letters, digits, `.`, `-` and `_`
-    /// percent-encoded, and a leading `.` too, so no key names a hidden file or leaves the
-    /// directory.
+    /// The file's path: `key` made a file name (`FileSystem.fileName(for:)`).
     private func path(forKey key: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var name: [UInt8] = []
-        name.reserveCapacity(key.utf8.count)
-        for byte in key.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-                name.append(byte)
-            case UInt8(ascii: ".") where !name.isEmpty:
-                name.append(byte)
-            default:
-                name.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
-            }
-        }
-        return directoryPath + "/" + (name.isEmpty ? "%" : String(decoding: name, as: UTF8.self))
+        directoryPath + "/" + FileSystem.fileName(for: key)
     }
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {

@@ -43,12 +43,13 @@ public struct ScopedStore: KeyValueStore {
         try base.keys().filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
     }
 
-    /// Removes every key in this namespace, and nothing else, in one write.
+    /// Removes every key in this namespace, and nothing else, in one write; an empty namespace
+    /// writes nothing.
     /// - Throws: The underlying store's errors; nothing is removed then.
     public func removeAll() throws(StoreError) {
         var removals: [String: Data?] = [:]
         for key in try base.keys() where key.hasPrefix(prefix) { removals[key] = .some(nil) }
-        try base.write(removals)
+        if !removals.isEmpty { try base.write(removals) }
     }
 }
 

@@ -16,6 +16,27 @@ import Musl
 /// would feed a read without end), and a directory that holds secrets or a store's lock must be
 /// the user's own and writable by nobody else, as OpenSSH's `StrictModes` asks of `~/.ssh`.
 enum FileSystem {
+    /// `name` as a file name: anything but ASCII letters, digits, `.`, `-` and `_`
+    /// percent-encoded, and a leading `.` too, so no name is a hidden file or leaves its
+    /// directory; `"%"` for an empty name.
+    static func fileName(for name: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(name.utf8.count)
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                bytes.append(byte)
+            case UInt8(ascii: ".") where !bytes.isEmpty:
+                bytes.append(byte)
+            default:
+                bytes.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
+            }
+        }
+        return bytes.isEmpty ? "%" : String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The message for the current `errno`.
     static func lastError() -> String {
         String(cString: strerror(errno))
