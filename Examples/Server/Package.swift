@@ -38,6 +38,8 @@ let package = Package(
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HabitatHummingbird", package: "HabitatHummingbird"),
+                .product(name: "HabitatSessions", package: "HabitatHummingbird"),
+                .product(name: "HabitatPostgres", package: "HabitatHummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Dependencies", package: "swift-dependencies"),

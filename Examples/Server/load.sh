@@ -11,6 +11,10 @@
 #     bash load.sh --smoke    # CI: the debug build, 1 pass, 16 connections, 2 s per variant
 #     bash load.sh --passes 5 # the full run with more passes
 #     bash load.sh --port 9000  # another loopback port than 18180
+#     bash load.sh --postgres   # a sixth variant, habitat-postgres: the member read from the
+#                             # session backend on a throwaway PostgreSQL (throwaway_postgres.py)
+#                             # per request; also records the database's CPU and its queries
+#                             # per request (pg_stat_statements)
 #
 # Each run also records the server process's CPU time (user + system, /proc/PID/stat fields 14
 # and 15, before and after the measured run) over the requests it answered: CPU per request,
@@ -21,13 +25,14 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-passes=3 duration=5 connections="16 128 512" configuration=release smoke=0 port=18180
+passes=3 duration=5 connections="16 128 512" configuration=release smoke=0 port=18180 postgres=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --smoke) passes=1 duration=2 connections="16" configuration=debug smoke=1; shift ;;
         --passes) passes=$2; shift 2 ;;
         --port) port=$2; shift 2 ;;
-        *) echo "usage: bash load.sh [--smoke] [--passes N] [--port PORT]" >&2; exit 2 ;;
+        --postgres) postgres=1; shift ;;
+        *) echo "usage: bash load.sh [--smoke] [--passes N] [--port PORT] [--postgres]" >&2; exit 2 ;;
     esac
 done
 
@@ -40,7 +45,12 @@ swift build -c "$configuration" --product habitat-server > /dev/null
 server="$(swift build -c "$configuration" --show-bin-path)/habitat-server"
 raw=$(mktemp)
 ticks=$(getconf CLK_TCK)
-trap 'rm -f "$raw"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true' EXIT
+database= cluster=
+trap 'rm -f "$raw"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; [ -n "$cluster" ] && python3 throwaway_postgres.py stop "$cluster"; true' EXIT
+if [ "$postgres" = 1 ]; then
+    read -r database cluster < <(python3 throwaway_postgres.py start)
+    psql_bin=$(python3 -c 'import throwaway_postgres as t; print(t.postgres_bin())')/psql
+fi
 
 wait_for_port() {
     for _ in $(seq 1 200); do
@@ -55,6 +65,19 @@ cpu_ticks() {  # the process's user + system time so far, in clock ticks
     awk '{print $14 + $15}' "/proc/$1/stat"
 }
 
+database_ticks() {  # the cluster's processes' user + system time so far, in clock ticks
+    [ -n "$cluster" ] || { echo 0; return; }
+    local postmaster
+    postmaster=$(head -1 "$cluster/data/postmaster.pid")
+    { cat "/proc/$postmaster/stat"; for child in $(cat "/proc/$postmaster/task/$postmaster/children"); do cat "/proc/$child/stat" 2>/dev/null; done; } \
+        | awk '{ sum += $14 + $15 } END { print sum + 0 }'
+}
+
+database_statements() {  # statements the server ran on the sessions' tables so far
+    [ -n "$database" ] || { echo 0; return; }
+    "$psql_bin" "$database" -tAc "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%habitat_%' AND query NOT LIKE '%pg_stat_statements%'"
+}
+
 server_mismatches() {  # what the server counted itself (GET /stats)
     timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port
         printf 'GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
@@ -62,19 +85,27 @@ server_mismatches() {  # what the server counted itself (GET /stats)
 }
 
 variants=(floor tasklocal swift-dependencies habitat habitat-bound)
-echo -e "pass\tvariant\tconnections\trequests_per_s\tp50_ms\tp99_ms\tpeak_rss_mb\trequests\tmismatches\tcpu_us_per_request" > "$raw"
+[ "$postgres" = 1 ] && variants+=(habitat-postgres)
+arguments() {  # the server's arguments for a variant
+    case $1 in
+        habitat-postgres) echo "--variant habitat-sessions --backend postgres --database $database" ;;
+        *) echo "--variant $1" ;;
+    esac
+}
+echo -e "pass\tvariant\tconnections\trequests_per_s\tp50_ms\tp99_ms\tpeak_rss_mb\trequests\tmismatches\tcpu_us_per_request\tdb_cpu_us_per_request\tqueries_per_request" > "$raw"
 for pass in $(seq 1 "$passes"); do
     for c in $connections; do
         # Interleave: each pass starts with a different variant.
         for i in "${!variants[@]}"; do
             variant=${variants[$(( (i + pass - 1) % ${#variants[@]} ))]}
-            "$server" --variant "$variant" --port "$port" > /dev/null 2>&1 &
+            # shellcheck disable=SC2046
+            "$server" $(arguments "$variant") --port "$port" > /dev/null 2>&1 &
             pid=$!
             wait_for_port
             wrk -t 1 -c "$c" -d 1s -s load.lua "http://127.0.0.1:$port/load/me" > /dev/null   # warm-up
-            cpu_before=$(cpu_ticks "$pid")
+            cpu_before=$(cpu_ticks "$pid") db_before=$(database_ticks) statements_before=$(database_statements)
             out=$(wrk -t 1 -c "$c" -d "${duration}s" --timeout 10s -s load.lua "http://127.0.0.1:$port/load/me")
-            cpu_after=$(cpu_ticks "$pid")
+            cpu_after=$(cpu_ticks "$pid") db_after=$(database_ticks) statements_after=$(database_statements)
             rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
             on_server=$(server_mismatches)
             [ -n "$on_server" ] || { echo "load: could not read the server's own count (GET /stats)" >&2; exit 1; }
@@ -84,11 +115,15 @@ for pass in $(seq 1 "$passes"); do
             read -r checked mismatched < <(awk '/^CHECKED/ {print $2, $4}' <<< "$out")
             errors=$(awk '/^REQUESTS/ {print $4}' <<< "$out")
             mismatches=$(( mismatched + on_server + errors ))
-            cpu=$(awk "BEGIN {printf \"%.2f\", ($cpu_after - $cpu_before) / $ticks * 1000000 / ($checked > 0 ? $checked : 1)}")
-            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pass" "$variant" "$c" "$rps" "$p50" "$p99" \
-                "$(awk "BEGIN {printf \"%.1f\", $rss_kb / 1024}")" "$checked" "$mismatches" "$cpu" >> "$raw"
-            printf 'pass %s  %-18s c=%-4s %10s req/s  p50 %6s ms  p99 %7s ms  %s us CPU/request  %s checked, %s mismatched\n' \
-                "$pass" "$variant" "$c" "$rps" "$p50" "$p99" "$cpu" "$checked" "$mismatches"
+            per_request() { awk "BEGIN {printf \"%.2f\", ($1) / ($checked > 0 ? $checked : 1)}"; }
+            cpu=$(per_request "($cpu_after - $cpu_before) / $ticks * 1000000")
+            db_cpu=$(per_request "($db_after - $db_before) / $ticks * 1000000")
+            queries=$(per_request "$statements_after - $statements_before")
+            [ "$variant" = habitat-postgres ] || db_cpu=0 queries=0
+            printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pass" "$variant" "$c" "$rps" "$p50" "$p99" \
+                "$(awk "BEGIN {printf \"%.1f\", $rss_kb / 1024}")" "$checked" "$mismatches" "$cpu" "$db_cpu" "$queries" >> "$raw"
+            printf 'pass %s  %-18s c=%-4s %10s req/s  p50 %6s ms  p99 %7s ms  %s us CPU/request (database %s, %s queries)  %s checked, %s mismatched\n' \
+                "$pass" "$variant" "$c" "$rps" "$p50" "$p99" "$cpu" "$db_cpu" "$queries" "$checked" "$mismatches"
         done
     done
 done

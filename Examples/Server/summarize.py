@@ -12,8 +12,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat", "habitat-bound"]
-COLORS = {"floor": "#555555", "tasklocal": "#1f77b4", "swift-dependencies": "#d62728", "habitat": "#2ca02c", "habitat-bound": "#9467bd"}
+VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat", "habitat-bound", "habitat-postgres"]
+COLORS = {"floor": "#555555", "tasklocal": "#1f77b4", "swift-dependencies": "#d62728", "habitat": "#2ca02c", "habitat-bound": "#9467bd",
+          "habitat-postgres": "#ff7f0e"}
 
 
 def main():
@@ -35,11 +36,13 @@ def main():
                 "p99_ms": round(median("p99_ms"), 3), "peak_rss_mb": round(median("peak_rss_mb"), 1),
                 "requests": sum(int(r["requests"]) for r in runs), "mismatches": sum(int(r["mismatches"]) for r in runs),
                 "cpu_us_per_request": round(median("cpu_us_per_request"), 2) if "cpu_us_per_request" in runs[0] else 0,
+                "db_cpu_us_per_request": round(median("db_cpu_us_per_request"), 2) if "db_cpu_us_per_request" in runs[0] else 0,
+                "queries_per_request": round(median("queries_per_request"), 2) if "queries_per_request" in runs[0] else 0,
             })
     floor = {r["connections"]: r for r in results if r["variant"] == "floor"}
     tasklocal = {r["connections"]: r for r in results if r["variant"] == "tasklocal"}
-    print("| variant | connections | CPU us/request | x floor | x task-local | requests/s | x floor | p50 ms | p99 ms | x floor | peak RSS MB | x floor | requests | mismatches |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| variant | connections | CPU us/request | x floor | x task-local | requests/s | x floor | p50 ms | p99 ms | x floor | peak RSS MB | x floor | requests | mismatches | database CPU us/request | queries/request |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in results:
         f = floor.get(r["connections"])
         ratio = lambda key: f"{r[key] / f[key]:.2f}" if f and f[key] else ""
@@ -47,13 +50,15 @@ def main():
         cpu_vs_tasklocal = f"{r['cpu_us_per_request'] / t['cpu_us_per_request']:.2f}" if t and t["cpu_us_per_request"] else ""
         print(f"| {r['variant']} | {r['connections']} | {r['cpu_us_per_request']} | {ratio('cpu_us_per_request')} | {cpu_vs_tasklocal} | "
               f"{r['requests_per_s']:,} | {ratio('requests_per_s')} | {r['p50_ms']} | "
-              f"{r['p99_ms']} | {ratio('p99_ms')} | {r['peak_rss_mb']} | {ratio('peak_rss_mb')} | {r['requests']:,} | {r['mismatches']} |")
+              f"{r['p99_ms']} | {ratio('p99_ms')} | {r['peak_rss_mb']} | {ratio('peak_rss_mb')} | {r['requests']:,} | {r['mismatches']} | "
+              f"{r['db_cpu_us_per_request'] or ''} | {r['queries_per_request'] or ''} |")
     total = sum(r["requests"] for r in results if r["variant"] == "habitat")
     bad = sum(r["mismatches"] for r in results)
     print(f"\nHabitat answered {total:,} requests; mismatched or failed responses, all variants: {bad}")
     if len(sys.argv) > 2:
         with open(sys.argv[2], "w") as out:
-            keys = ["variant", "connections", "cpu_us_per_request", "requests_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "requests", "mismatches"]
+            keys = ["variant", "connections", "cpu_us_per_request", "requests_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "requests", "mismatches",
+                    "db_cpu_us_per_request", "queries_per_request"]
             out.write("\t".join(keys) + "\n")
             for r in results:
                 out.write("\t".join(str(r[k]) for k in keys) + "\n")
@@ -93,7 +98,7 @@ def svg(results, connections, commit):
             for x, y in points:
                 parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{COLORS[variant]}"/>')
     for i, variant in enumerate(VARIANTS):
-        x = pad + i * 180
+        x = pad + i * 140
         parts.append(f'<rect x="{x}" y="{height - 30}" width="12" height="12" fill="{COLORS[variant]}"/>')
         parts.append(f'<text x="{x + 18}" y="{height - 20}">{variant}</text>')
     parts.append("</svg>\n")

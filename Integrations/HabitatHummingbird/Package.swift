@@ -5,7 +5,8 @@
 // one step, and one value that hands all three to detached work. An add-on package: the
 // Habitat package itself depends on nothing.
 //
-//     swift test    # the add-on's tests (Examples/Server uses it too)
+//     swift test    # the add-on's tests (Examples/Server uses it too); with HABITAT_POSTGRES_URL
+//                   # set, the session backend's tests also run on that PostgreSQL
 
 import Foundation
 import PackageDescription
@@ -17,12 +18,20 @@ let habitat = URL(fileURLWithPath: Context.packageDirectory)
 let package = Package(
     name: "HabitatHummingbird",
     platforms: [.macOS(.v15)],
-    products: [.library(name: "HabitatHummingbird", targets: ["HabitatHummingbird"])],
+    products: [
+        .library(name: "HabitatHummingbird", targets: ["HabitatHummingbird"]),
+        // Sessions shared by a fleet of instances: the backend protocol, versioned typed
+        // sessions, fleet-wide refresh leases and an in-memory backend (no database).
+        .library(name: "HabitatSessions", targets: ["HabitatSessions"]),
+        // The same on PostgreSQL.
+        .library(name: "HabitatPostgres", targets: ["HabitatPostgres"]),
+    ],
     dependencies: [
         .package(path: "../.."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
     ],
     targets: [
         .target(
@@ -33,6 +42,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
+        ),
+        .target(name: "HabitatSessions"),
+        .target(
+            name: "HabitatPostgres",
+            dependencies: [
+                "HabitatSessions",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "HabitatSessionsTests",
+            dependencies: ["HabitatSessions", "HabitatPostgres"]
         ),
         .testTarget(
             name: "HabitatHummingbirdTests",

@@ -1,7 +1,11 @@
-// habitat-server [--variant floor|tasklocal|swift-dependencies|habitat] [--port N]
+// habitat-server [--variant floor|tasklocal|swift-dependencies|habitat|habitat-bound] [--port N]
+//                [--backend memory|postgres] [--database postgres://USER@HOST:PORT/DB]
+//                [--upstream URL] [--refresh-lease SECONDS]
 //
 // Serves the example app on 127.0.0.1 (port 8080 by default). `--variant` picks how the load
 // test's route `GET /load/me` passes per-request values; the app's own routes always use Habitat.
+// `--backend postgres` keeps the members' sessions in the database `--database` names (or
+// HABITAT_POSTGRES_URL), so several instances started with it serve one fleet.
 import Foundation
 import Hummingbird
 import ServerApp
@@ -10,9 +14,27 @@ let arguments = CommandLine.arguments.dropFirst()
 func value(of option: String) -> String? {
     arguments.firstIndex(of: option).flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
 }
-guard let variant = Variant(rawValue: value(of: "--variant") ?? "habitat") else {
-    FileHandle.standardError.write(Data("habitat-server: --variant is one of \(Variant.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("habitat-server: \(message)\n".utf8))
     exit(2)
 }
+guard let variant = Variant(rawValue: value(of: "--variant") ?? "habitat") else {
+    fail("--variant is one of \(Variant.allCases.map(\.rawValue).joined(separator: ", "))")
+}
 let port = value(of: "--port").flatMap(Int.init) ?? 8080
-try await buildApplication(variant: variant, port: port).runService()
+let backend: BackendChoice
+switch value(of: "--backend") ?? "memory" {
+case "memory": backend = .memory
+case "postgres":
+    guard let url = value(of: "--database") ?? ProcessInfo.processInfo.environment["HABITAT_POSTGRES_URL"] else {
+        fail("--backend postgres needs --database postgres://USER@HOST:PORT/DB (or HABITAT_POSTGRES_URL)")
+    }
+    backend = .postgres(url: url)
+case let other: fail("--backend is memory or postgres, not \(other)")
+}
+let upstream = value(of: "--upstream").map { text -> URL in
+    guard let url = URL(string: text) else { fail("--upstream is a URL, not \(text)") }
+    return url
+}
+let lease = Duration.seconds(value(of: "--refresh-lease").flatMap(Double.init) ?? 15)
+try await buildApplication(variant: variant, port: port, backend: backend, upstream: upstream, refreshLease: lease).runService()

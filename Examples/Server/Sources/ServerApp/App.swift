@@ -1,5 +1,6 @@
 import Foundation
 public import Habitat
+public import HabitatSessions
 public import Logging
 
 // The server's world, as Habitat sees it: the signed-in member, the configuration, and the
@@ -23,17 +24,35 @@ public struct ServerConfig: Codable, Sendable, Hashable {
     public init() {}
 }
 
-/// What a handler may call. `members` and `projects` are app-wide; `requestID` and `logger` are
-/// the request's own, set by the middleware.
+/// What a handler may call. `members`, `projects`, `sessions` and `upstream` are app-wide;
+/// `requestID` and `logger` are the request's own, set by the middleware.
 public struct ServerServices: Sendable {
     public var members: MemberDirectory
     public var projects: ProjectCatalog
+    /// The signed-in members' sessions, shared by every instance of the fleet (in memory by
+    /// default; `--backend postgres` for a fleet).
+    public var sessions: ServerSessions<MemberSession>
+    /// The upstream whose tokens the server holds for its members (`--upstream URL`).
+    public var upstream: UpstreamClient?
+    /// How long one instance may hold a member's refresh lease: longer than the upstream's timeout.
+    public var refreshLease: Duration
     public var requestID: String
     public var logger: Logger
 
-    public init(members: MemberDirectory, projects: ProjectCatalog, requestID: String = "-", logger: Logger) {
+    public init(
+        members: MemberDirectory,
+        projects: ProjectCatalog,
+        sessions: ServerSessions<MemberSession> = ServerSessions(backend: MemorySessionBackend()),
+        upstream: UpstreamClient? = nil,
+        refreshLease: Duration = .seconds(15),
+        requestID: String = "-",
+        logger: Logger
+    ) {
         self.members = members
         self.projects = projects
+        self.sessions = sessions
+        self.upstream = upstream
+        self.refreshLease = refreshLease
         self.requestID = requestID
         self.logger = logger
     }

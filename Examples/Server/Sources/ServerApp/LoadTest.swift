@@ -2,9 +2,12 @@ import Dependencies
 import Foundation
 import Habitat
 import HabitatHummingbird
+import HabitatPostgres
+import HabitatSessions
 public import Hummingbird
 import Logging
 import NIOCore
+import PostgresNIO
 import Synchronization
 
 // The load test's route, `GET /load/me`, five ways. Every variant does the same work: its
@@ -26,6 +29,10 @@ public enum Variant: String, CaseIterable, Sendable {
     /// In a Habitat scope, `Logger.current` and `ServiceContext.current`, bound in one step by
     /// the add-on's `HabitatRequestMiddleware`.
     case habitatBound = "habitat-bound"
+    /// In a Habitat scope, the member read from the fleet's session backend (`--backend`): one
+    /// backend read per request (`load.sh --postgres` runs it on PostgreSQL). The tokens
+    /// `tok-N` are session IDs then, not the directory's.
+    case habitatSessions = "habitat-sessions"
 }
 
 /// A request's values, for the variants that don't use Habitat.
@@ -130,7 +137,7 @@ public func buildLoadRouter(variant: Variant) throws -> Router<AppRequestContext
             @Dependency(\.request) var values
             return await echo(request) { (values?.member, values?.requestID, values?.started) }
         }
-    case .habitat:
+    case .habitat, .habitatSessions:
         load.add(middleware: RequestEnvironmentMiddleware()).get("me") { request, _ in
             await echo(request) {
                 (appEnvironment.current.currentUser, appEnvironment.current.services.requestID, appEnvironment.current.now())
@@ -159,11 +166,67 @@ let boundMiddleware = HabitatRequestMiddleware<AppRequestContext, ServerApp>(sta
     binding.logger[metadataKey: "member"] = "\(member.id)"
 }
 
-/// The server: the app and the load route of `variant`, on `host`:`port`.
-public func buildApplication(variant: Variant = .habitat, host: String = "127.0.0.1", port: Int = 8080) throws -> some ApplicationProtocol {
-    appEnvironment.current.services.members.seedLoadTestMembers(1_000)
-    return Application(
+/// Where the fleet's sessions live.
+public enum BackendChoice: Sendable, Equatable {
+    /// In this process's memory: one instance.
+    case memory
+    /// In the PostgreSQL database at `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`),
+    /// shared by every instance started with it.
+    case postgres(url: String)
+}
+
+/// The server: the app and the load route of `variant`, on `host`:`port`, its sessions in
+/// `backend`, its members' upstream tokens refreshed at `upstream` (under fleet-wide leases of
+/// `refreshLease`).
+public func buildApplication(
+    variant: Variant = .habitat,
+    host: String = "127.0.0.1",
+    port: Int = 8080,
+    backend: BackendChoice = .memory,
+    upstream: URL? = nil,
+    refreshLease: Duration = .seconds(15)
+) throws -> some ApplicationProtocol {
+    appEnvironment.current.services.members.seedLoadTestMembers(1_000, withTokens: variant != .habitatSessions)
+    var client: PostgresClient?
+    if case .postgres(let url) = backend {
+        var configuration = try PostgresSessionBackend.configuration(url: url)
+        // A database that went away answers within seconds (503), not a request timeout later.
+        configuration.options.connectTimeout = .seconds(2)
+        client = PostgresClient(configuration: configuration)
+    }
+    if client != nil || upstream != nil {
+        appEnvironment.replaceCurrent(label: "fleet") { environment in
+            if let client { environment.services.sessions = ServerSessions(backend: PostgresSessionBackend(client: client, timeout: .seconds(2))) }
+            environment.services.upstream = upstream.map { UpstreamClient(url: $0) }
+            environment.services.refreshLease = refreshLease
+        }
+    }
+    var app = Application(
         router: try buildLoadRouter(variant: variant),
         configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")
     )
+    if let client {
+        app.addServices(client)
+        app.beforeServerStarts {
+            try await PostgresSessionBackend(client: client).migrate()
+        }
+    }
+    if variant == .habitatSessions {
+        app.beforeServerStarts { try await seedLoadTestSessions(1_000) }
+    }
+    return app
+}
+
+/// Sessions `tok-1`...`tok-<count>` for the load test's members, in the fleet's backend; those
+/// a run before left are kept.
+func seedLoadTestSessions(_ count: Int) async throws {
+    let services = appEnvironment.current.services
+    let stale = UpstreamToken(accessToken: "", refreshToken: "-", expiresAt: .distantPast)
+    for id in 1...count {
+        guard let member = services.members.member(id: id) else { continue }
+        let value = try JSONEncoder().encode(MemberSession(member: member, upstream: stale))
+        do {
+            _ = try await services.sessions.backend.create(id: "tok-\(id)", data: value, expiresIn: .seconds(86_400))
+        } catch .duplicateID {}
+    }
 }

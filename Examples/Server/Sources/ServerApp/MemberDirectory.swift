@@ -1,10 +1,12 @@
 import Foundation
 public import Habitat
 
-/// Members and their bearer tokens, app-wide: what a real server keeps in a database.
+/// Members, their passwords and the directory's own bearer tokens, app-wide: what a real server
+/// keeps in its user database. Every instance of the fleet starts with the same members.
 ///
-/// Tokens look like `tok-<id>-<random>`; the load test's members have the plain tokens
-/// `tok-<id>` (1...1,000), made by ``seedLoadTestMembers(_:)``.
+/// Signing in (`POST /signin`) makes a session in the fleet's session backend; the directory's
+/// own tokens are the load test's (`tok-<id>`, 1...1,000, made by ``seedLoadTestMembers(_:)``)
+/// and those ``issueToken(for:expiresAt:)`` makes (`tok-<id>-<random>`).
 // Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
 // Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
 public final class MemberDirectory: @unchecked Sendable {
@@ -34,21 +36,28 @@ public final class MemberDirectory: @unchecked Sendable {
         }
     }
 
-    /// Members 1...count with the tokens `tok-1`...`tok-<count>`, for the load test.
-    public func seedLoadTestMembers(_ count: Int) {
+    /// Members 1...count, with the tokens `tok-1`...`tok-<count>` unless `withTokens` is false,
+    /// for the load test.
+    public func seedLoadTestMembers(_ count: Int, withTokens: Bool = true) {
         withState {
             for id in 1...count {
                 if $0.members[id] == nil { $0.members[id] = Member(id: id, name: "member-\(id)") }
-                $0.tokens["tok-\(id)"] = (id, nil)
+                if withTokens { $0.tokens["tok-\(id)"] = (id, nil) }
             }
         }
     }
 
-    /// Signs a member in: a new bearer token for an hour, or `nil` for a wrong name or password.
-    public func signIn(name: String, password: String) -> AuthToken? {
-        let entry = withState { $0.passwords[name.lowercased()] }
-        guard let entry, entry.password == password else { return nil }
-        return issueToken(for: entry.id, expiresAt: Date().addingTimeInterval(3600))
+    /// Member `id`, if there is one.
+    public func member(id: Int) -> Member? {
+        withState { $0.members[id] }
+    }
+
+    /// The member `name` names, if `password` is theirs.
+    public func member(name: String, password: String) -> Member? {
+        withState { state in
+            guard let entry = state.passwords[name.lowercased()], entry.password == password else { return nil }
+            return state.members[entry.id]
+        }
     }
 
     /// A new bearer token for member `id`, valid until `expiresAt`.

@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatSessions
 public import Hummingbird
 import Logging
 import Synchronization
@@ -23,6 +24,12 @@ public struct AppRequestContext: RequestContext {
 /// `appEnvironment.current`; no other request can see this scope, nor can code outside any
 /// request (it sees the base).
 ///
+/// A token is a session ID from `POST /signin`, looked up in the fleet's session backend, or
+/// one of the member directory's own tokens (the load test's `tok-N`). When the request changed
+/// its member (`PATCH /me`), the middleware writes that change back, and only that, with a
+/// versioned update: an update another instance made meanwhile is kept. A backend that can't
+/// be reached answers 503, never a member it can't confirm.
+///
 /// NB: the scope's change closure signs the member in place (`setSession`), on the scope's own copy
 /// of the base: one copy of the environment per request. Building the environment first
 /// (`current.settingSession(...)`) and passing it costs two more copies; a `login()` inside the scope,
@@ -41,9 +48,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         guard let token = request.bearerToken else {
             throw HTTPError(.unauthorized, message: "missing bearer token: send Authorization: Bearer <token>")
         }
-        guard let member = base.services.members.member(forToken: token) else {
-            throw HTTPError(.unauthorized, message: "unknown or expired token")
-        }
+        let (member, isFleetSession) = try await resolve(token, in: base)
         let started = Date()
         let requestID = request.newRequestID()
         return try await appEnvironment.withEnvironment({ environment in
@@ -52,7 +57,51 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
             environment.services.logger[metadataKey: "request_id"] = "\(requestID)"
             environment.now = { started }
         }) {
-            try await next(request, context)
+            let response = try await next(request, context)
+            if let changed = appEnvironment.current.currentUser, changed != member {
+                try await writeBack(changed, token: token, isFleetSession: isFleetSession, in: base)
+            }
+            return response
+        }
+    }
+}
+
+extension RequestEnvironmentMiddleware {
+    /// The member `token` names, and whether it is a fleet session's ID (not one of the
+    /// directory's own tokens).
+    private func resolve(_ token: String, in base: HabitatEnvironment<ServerApp>) async throws -> (Member, isFleetSession: Bool) {
+        if let member = base.services.members.member(forToken: token) { return (member, false) }
+        guard let session = try await fleetSession(token, in: base) else {
+            throw HTTPError(.unauthorized, message: "unknown or expired token")
+        }
+        return (session.value.member, true)
+    }
+
+    /// The fleet's session `token`, or `nil` when there is none; 503 when the backend can't say.
+    private func fleetSession(_ token: String, in base: HabitatEnvironment<ServerApp>) async throws -> ServerSession<MemberSession>? {
+        do {
+            return try await base.services.sessions.get(token)
+        } catch .unavailable(let reason) {
+            throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, try again: \(reason)")
+        } catch {
+            base.services.logger.error("session \(error)")
+            return nil   // undecodable: a session this app can't read signs nobody in
+        }
+    }
+
+    /// Saves a member the request changed: into its fleet session (a versioned update, so what
+    /// other requests wrote meanwhile stays), or into the directory for its own tokens.
+    private func writeBack(_ member: Member, token: String, isFleetSession: Bool, in base: HabitatEnvironment<ServerApp>) async throws {
+        guard isFleetSession else {
+            _ = base.services.members.rename(member.id, to: member.name)
+            return
+        }
+        do {
+            _ = try await base.services.sessions.update(token) { $0.member = member }
+        } catch .unavailable(let reason) {
+            throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, the change was not saved: \(reason)")
+        } catch {
+            throw HTTPError(.conflict, message: "the change was not saved: \(error)")
         }
     }
 }

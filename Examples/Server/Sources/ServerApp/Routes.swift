@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatSessions
 public import Hummingbird
 
 /// What `POST /signin` takes.
@@ -41,31 +42,101 @@ struct Projects: ResponseEncodable {
     var capturedForDetachedTask: String
 }
 
-/// The app: `POST /signin` is public; `/me` and `/projects` run in the request's environment.
+/// What `POST /me/visits` answers: the session's count, after this visit.
+struct Visits: ResponseEncodable {
+    var visits: Int
+}
+
+/// What `GET /me/upstream` answers: a fresh upstream access token for the member.
+struct Upstream: ResponseEncodable {
+    var accessToken: String
+    var expiresAt: Date
+}
+
+/// The app: `POST /signin` is public; `/me`, `/projects` and `/signout` run in the request's
+/// environment.
 public func buildRouter() throws -> Router<AppRequestContext> {
     let router = Router(context: AppRequestContext.self)
     router.post("signin") { request, context -> SignedIn in
         let body = try await request.decode(as: SignIn.self, context: context)
-        guard let token = appEnvironment.current.services.members.signIn(name: body.name, password: body.password) else {
+        let services = appEnvironment.current.services
+        guard let member = services.members.member(name: body.name, password: body.password) else {
             throw HTTPError(.unauthorized, message: "wrong name or password")
         }
-        return SignedIn(token: token.secret, expiresAt: token.expiresAt)
+        // The session every instance will know the member by. The upstream token arrives with
+        // a refresh token only: the first `GET /me/upstream` spends it.
+        let upstream = UpstreamToken(accessToken: "", refreshToken: "r0-\(UUID().uuidString)", expiresAt: .distantPast)
+        let session = try await fleet { try await services.sessions.create(MemberSession(member: member, upstream: upstream)) }
+        return SignedIn(token: session.id, expiresAt: Date().addingTimeInterval(Double(services.sessions.lifetime.components.seconds)))
     }
     let signedIn = router.group().add(middleware: RequestEnvironmentMiddleware())
     signedIn.get("me") { _, _ in try profile() }
     signedIn.patch("me") { request, context -> Profile in
         let body = try await request.decode(as: Rename.self, context: context)
         guard !body.name.isEmpty else { throw HTTPError(.badRequest, message: "name must not be empty") }
-        let environment = appEnvironment.current
-        guard let member = environment.currentUser, let renamed = environment.services.members.rename(member.id, to: body.name) else {
-            throw HTTPError(.unauthorized)
-        }
-        try appEnvironment.updateCurrentUser(renamed)   // stays in this request's scope
+        guard var member = appEnvironment.current.currentUser else { throw HTTPError(.unauthorized) }
+        member.name = body.name
+        try appEnvironment.updateCurrentUser(member)   // in this request's scope; the middleware saves it
         return try profile()
     }
     signedIn.get("projects") { _, _ in await projects() }
+    signedIn.post("me/visits") { _, _ -> Visits in
+        let (sessions, id) = try fleetSessionOfRequest()
+        let session = try await fleet { try await sessions.update(id) { $0.visits += 1 } }
+        return Visits(visits: session.value.visits)
+    }
+    signedIn.get("me/upstream") { _, _ -> Upstream in
+        let (sessions, id) = try fleetSessionOfRequest()
+        guard let upstream = appEnvironment.current.services.upstream else {
+            throw HTTPError(.notFound, message: "this server has no upstream (start it with --upstream URL)")
+        }
+        let lease = appEnvironment.current.services.refreshLease
+        let session = try await fleet {
+            try await sessions.refresh(id, lease: lease, when: { $0.upstream.isStale(at: Date()) }) { session in
+                try await upstream.refresh(session.upstream)
+            } apply: { session, fresh in
+                session.upstream = fresh
+            }
+        }
+        return Upstream(accessToken: session.value.upstream.accessToken, expiresAt: session.value.upstream.expiresAt)
+    }
+    signedIn.post("signout") { _, _ -> HTTPResponse.Status in
+        let (sessions, id) = try fleetSessionOfRequest()
+        try await fleet { try await sessions.remove(id) }
+        return .noContent
+    }
     try addOpenAPIRoutes(to: router)
     return router
+}
+
+/// The fleet's sessions and the request's session ID; 400 for a request signed in with one of
+/// the directory's own tokens, which has no fleet session.
+func fleetSessionOfRequest() throws -> (ServerSessions<MemberSession>, String) {
+    let environment = appEnvironment.current
+    guard let token = environment.session?.token.secret, environment.services.members.member(forToken: token) == nil else {
+        throw HTTPError(.badRequest, message: "this token has no fleet session: sign in with POST /signin")
+    }
+    return (environment.services.sessions, token)
+}
+
+/// Runs a session operation, answering what went wrong as HTTP: 503 when the backend can't be
+/// reached, 401 when the session is gone, 409 when it kept changing under the update, 502 when
+/// the upstream refused.
+func fleet<R>(_ operation: () async throws -> R) async throws -> R {
+    do {
+        return try await operation()
+    } catch let error as SessionBackendError {
+        switch error {
+        case .unavailable: throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, try again: \(error)")
+        case .sessionGone, .versionConflict: throw HTTPError(.unauthorized, message: "\(error)")
+        case .tooMuchContention: throw HTTPError(.conflict, message: "\(error)")
+        case .duplicateID, .undecodable: throw HTTPError(.internalServerError, message: "\(error)")
+        }
+    } catch let error as UpstreamClient.Failure {
+        throw HTTPError(.badGateway, message: error.description)
+    } catch let error as URLError {
+        throw HTTPError(.badGateway, message: "the upstream can't be reached: \(error.localizedDescription)")
+    }
 }
 
 /// The signed-in member's profile, from the request's environment.

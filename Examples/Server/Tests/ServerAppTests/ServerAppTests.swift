@@ -1,6 +1,7 @@
 import Foundation
 import Habitat
 import Hummingbird
+import HabitatSessions
 import HummingbirdTesting
 import ServerApp
 import Testing
@@ -151,6 +152,77 @@ import Testing
             _ = try await client.execute(uri: "/me", method: .get, headers: bearer("tok-4"))
             #expect(appEnvironment.current.session == nil)
             #expect(appEnvironment.current.services.requestID == "-")
+        }
+    }
+
+    // MARK: Fleet sessions (here on the memory backend; fleet.py runs three instances on PostgreSQL)
+
+    struct SignedIn: Decodable { var token: String }
+    struct VisitCount: Decodable { var visits: Int }
+
+    func signIn(_ client: some TestClientProtocol, _ name: String, _ password: String) async throws -> String {
+        let response = try await client.execute(uri: "/signin", method: .post, body: ByteBuffer(string: #"{"name":"\#(name)","password":"\#(password)"}"#))
+        #expect(response.status == .ok)
+        return try decode(SignedIn.self, response).token
+    }
+
+    @Test func aSessionCountsEveryConcurrentVisitKeepsARenameAndEndsAtSignOut() async throws {
+        try await app().test(.router) { client in
+            let token = try await signIn(client, "ada", "analytical")
+            let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        try self.decode(VisitCount.self, try await client.execute(uri: "/me/visits", method: .post, headers: self.bearer(token))).visits
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(counts.sorted() == Array(1...50), "each visit counted once")
+            let renamed = try await client.execute(uri: "/me", method: .patch, headers: bearer(token), body: ByteBuffer(string: #"{"name":"Ada L."}"#))
+            #expect(try decode(Profile.self, renamed).name == "Ada L.")
+            #expect(try decode(Profile.self, try await client.execute(uri: "/me", method: .get, headers: bearer(token))).name == "Ada L.", "the rename was saved in the session")
+            #expect(try decode(VisitCount.self, try await client.execute(uri: "/me/visits", method: .post, headers: bearer(token))).visits == 51, "and kept the visits")
+            #expect(try await client.execute(uri: "/signout", method: .post, headers: bearer(token)).status == .noContent)
+            let after = try await client.execute(uri: "/me", method: .get, headers: bearer(token))
+            #expect(after.status == .unauthorized)
+        }
+    }
+
+    @Test func fleetRoutesNeedAFleetSessionAndAnUpstream() async throws {
+        try await app().test(.router) { client in
+            let directory = try await client.execute(uri: "/me/visits", method: .post, headers: bearer("tok-5"))
+            #expect(directory.status == .badRequest)
+            #expect(try decode(ErrorBody.self, directory).error.message.contains("no fleet session"))
+            let token = try await signIn(client, "grace", "cobol")
+            let upstream = try await client.execute(uri: "/me/upstream", method: .get, headers: bearer(token))
+            #expect(upstream.status == .notFound)
+            #expect(try decode(ErrorBody.self, upstream).error.message.contains("--upstream"))
+        }
+    }
+
+    /// A backend that can't be reached, as a database that went away.
+    struct UnreachableBackend: SessionBackend {
+        func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession { throw .unavailable("down") }
+        func get(id: String) async throws(SessionBackendError) -> StoredSession? { throw .unavailable("down") }
+        func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+            throw .unavailable("down")
+        }
+        func remove(id: String) async throws(SessionBackendError) { throw .unavailable("down") }
+        func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool { throw .unavailable("down") }
+        func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { throw .unavailable("down") }
+    }
+
+    @Test func anUnreachableBackendIsA503NeverAMember() async throws {
+        try await appEnvironment.withEnvironment({ $0.services.sessions = ServerSessions(backend: UnreachableBackend()) }) {
+            try await app().test(.router) { client in
+                let response = try await client.execute(uri: "/me", method: .get, headers: bearer("some-session-id"))
+                #expect(response.status == .serviceUnavailable)
+                #expect(try decode(ErrorBody.self, response).error.message.contains("sessions are unavailable"))
+                let signIn = try await client.execute(uri: "/signin", method: .post, body: ByteBuffer(string: #"{"name":"ada","password":"analytical"}"#))
+                #expect(signIn.status == .serviceUnavailable)
+                // The directory's own tokens don't need the backend.
+                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer("tok-6")).status == .ok)
+            }
         }
     }
 }

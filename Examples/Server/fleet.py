@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""The fleet test: three instances of habitat-server sharing their sessions through a real
+PostgreSQL, checked from outside, as a load balancer's clients would see them.
+
+    python3 fleet.py            # from Examples/Server; builds the server if needed
+
+It installs PostgreSQL from the distribution's packages when no `initdb` is found, starts a
+throwaway cluster in a temporary directory on a free loopback port (trust authentication,
+loopback only), a fake upstream token server, and three instances; runs the add-on's session
+backend tests against the cluster; checks
+
+  1. a member signed in on instance one is known to instances two and three;
+  2. 200 concurrent visits across the three instances lose no update (each answer a different
+     count, 1...200);
+  3. a rename on one instance is seen by the others and keeps the visits;
+  4. 30 requests on three instances meeting one expired upstream token make one upstream call;
+  5. killing the instance that holds a refresh lease lets another refresh after the deadline;
+  6. a database that goes away answers 503 with a clear message, never a wrong member, and the
+     fleet serves again once it is back;
+
+prints the figures (and queries per request), and stops everything, whatever happens.
+"""
+import http.server, json, os, signal, socket, subprocess, sys, threading, time
+import urllib.request, urllib.error
+from concurrent.futures import ThreadPoolExecutor
+
+from throwaway_postgres import Cluster, free_port
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LEASE_SECONDS = 3
+failures = []
+
+
+def check(condition, what):
+    print(("  ok   " if condition else "  FAIL ") + what, flush=True)
+    if not condition:
+        failures.append(what)
+
+
+def run_quiet(command, **kwargs):
+    return subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kwargs)
+
+
+# MARK: The upstream: a token server that rotates refresh tokens and treats reuse as theft
+
+class Upstream:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = []           # refresh tokens presented, in order
+        self.used = set()
+        self.reused = 0
+        self.hang = threading.Event()   # set: the next calls block until it is cleared
+        self.hanging = threading.Event()
+        upstream = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def caller_left(self):
+                try:
+                    return self.connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    return False
+                except OSError:
+                    return True
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+                token = dict(p.split("=", 1) for p in body.split("&") if "=" in p).get("refresh_token", "")
+                with upstream.lock:
+                    upstream.calls.append(token)
+                while upstream.hang.is_set():
+                    upstream.hanging.set()
+                    time.sleep(0.05)
+                    if self.caller_left():
+                        return   # the caller died before this upstream processed the request
+                with upstream.lock:
+                    if token in upstream.used:
+                        upstream.reused += 1
+                        answer, status = {"error": "invalid_grant: refresh token reused, session revoked"}, 400
+                    else:
+                        upstream.used.add(token)
+                        n = len(upstream.used)
+                        answer, status = {"access_token": f"a{n}", "refresh_token": f"r{n}-{token}", "expires_in": 3600}, 200
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def calls_for(self, prefix):
+        with self.lock:
+            return [c for c in self.calls if c.endswith(prefix) or c == prefix]
+
+
+# MARK: The instances
+
+class Instance:
+    def __init__(self, binary, database, upstream, log_dir, number):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = open(os.path.join(log_dir, f"instance-{number}.log"), "w")
+        self.process = subprocess.Popen(
+            [binary, "--port", str(self.port), "--backend", "postgres", "--database", database,
+             "--upstream", upstream, "--refresh-lease", str(LEASE_SECONDS)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return
+            except OSError:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"instance {number} exited: see {self.log.name}")
+                time.sleep(0.1)
+        raise RuntimeError(f"instance {number} did not listen in 30 s")
+
+    def request(self, method, path, token=None, body=None, timeout=30):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                text = response.read().decode()
+                return response.status, (json.loads(text) if text else None)
+        except urllib.error.HTTPError as error:
+            text = error.read().decode()
+            try:
+                return error.code, json.loads(text)
+            except ValueError:
+                return error.code, text
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+
+
+def sign_in(instance, name, password):
+    status, body = instance.request("POST", "/signin", body={"name": name, "password": password})
+    assert status == 200, (status, body)
+    return body["token"]
+
+
+def statements(cluster):
+    """How many statements the instances have run (pg_stat_statements counts as they finish)."""
+    return int(cluster.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%habitat_%' AND query NOT LIKE '%pg_stat_statements%'"))
+
+
+def main():
+    os.chdir(HERE)
+    print("== building habitat-server", flush=True)
+    run_quiet(["swift", "build", "--product", "habitat-server"])
+    binary = os.path.join(subprocess.run(["swift", "build", "--show-bin-path"], check=True, capture_output=True, text=True).stdout.strip(),
+                          "habitat-server")
+    cluster = Cluster()
+    instances = []
+    try:
+        cluster.start()
+        cluster.sql("CREATE EXTENSION pg_stat_statements")
+        print(f"== PostgreSQL ({cluster.bin}) on 127.0.0.1:{cluster.port}, in {cluster.dir}", flush=True)
+
+        print("== the session backend's tests, on this PostgreSQL", flush=True)
+        addon = os.path.join(HERE, "..", "..", "Integrations", "HabitatHummingbird")
+        tests = subprocess.run(["swift", "test", "--scratch-path", os.path.join(HERE, ".build"), "--filter", "HabitatSessionsTests"],
+                               cwd=addon, env=dict(os.environ, HABITAT_POSTGRES_URL=cluster.url), capture_output=True, text=True)
+        summary = [line for line in tests.stdout.splitlines() if "Test run with" in line or "passed after" in line and "postgres" in line]
+        print("\n".join("  " + line for line in summary[-1:]), flush=True)
+        check(tests.returncode == 0 and "postgres" in tests.stdout, "the backend contract holds on PostgreSQL (every test ran on memory and on postgres)")
+        if tests.returncode != 0:
+            print("\n".join(l for l in tests.stdout.splitlines() if "✘" in l or "error" in l.lower())[-6000:], tests.stderr[-2000:])
+
+        upstream = Upstream()
+        log_dir = cluster.dir
+        instances = [Instance(binary, cluster.url, upstream.url, log_dir, n) for n in (1, 2, 3)]
+        one, two, three = instances
+        print(f"== three instances on ports {[i.port for i in instances]}; upstream {upstream.url}; lease {LEASE_SECONDS} s", flush=True)
+
+        print("== 1. signed in on one, known to all", flush=True)
+        ada = sign_in(one, "ada", "analytical")
+        for instance in instances:
+            status, body = instance.request("GET", "/me", ada)
+            check(status == 200 and body["name"] == "Ada", f"instance on {instance.port} serves Ada ({status})")
+        before = statements(cluster)
+        for _ in range(20):
+            two.request("GET", "/me", ada)
+        queries_me = (statements(cluster) - before) / 20
+
+        print("== 2. 200 concurrent visits across three instances", flush=True)
+        before = statements(cluster)
+        with ThreadPoolExecutor(max_workers=64) as pool:
+            answers = list(pool.map(lambda n: instances[n % 3].request("POST", "/me/visits", ada), range(200)))
+        visit_queries = (statements(cluster) - before) / 200
+        counts = sorted(body["visits"] for status, body in answers if status == 200)
+        check(all(status == 200 for status, _ in answers), f"all 200 visits answered 200 ({sum(s == 200 for s, _ in answers)})")
+        check(counts == list(range(1, 201)), "each visit counted once: the answers are 1...200, no update lost")
+        stored = json.loads(bytes.fromhex(cluster.sql("SELECT encode(data, 'hex') FROM habitat_sessions WHERE id = '%s'" % ada)).decode())
+        check(stored["visits"] == 200, f"the stored session says 200 visits ({stored['visits']})")
+
+        print("== 3. a rename on one instance, seen by the others", flush=True)
+        status, body = two.request("PATCH", "/me", ada, {"name": "Ada Lovelace"})
+        check(status == 200 and body["name"] == "Ada Lovelace", f"instance two renamed ({status})")
+        status, body = three.request("GET", "/me", ada)
+        check(status == 200 and body["name"] == "Ada Lovelace", "instance three serves the new name")
+        status, body = one.request("POST", "/me/visits", ada)
+        check(status == 200 and body["visits"] == 201, "the rename kept the visits (the next is 201)")
+
+        print("== 4. an expired upstream token met by three instances at once", flush=True)
+        grace = sign_in(three, "grace", "cobol")
+        with ThreadPoolExecutor(max_workers=30) as pool:
+            answers = list(pool.map(lambda n: instances[n % 3].request("GET", "/me/upstream", grace), range(30)))
+        tokens = {body["accessToken"] for status, body in answers if status == 200}
+        check(all(status == 200 for status, _ in answers), f"30 of 30 answered 200 ({sum(s == 200 for s, _ in answers)})")
+        grace_calls = [c for c in upstream.calls if c.startswith("r0-")]
+        check(len(upstream.calls) == 1 and len(tokens) == 1, f"one upstream call ({len(upstream.calls)}), one access token for all ({tokens})")
+        check(upstream.reused == 0, "no refresh token spent twice")
+
+        print("== 5. the lease holder killed mid-refresh", flush=True)
+        other = sign_in(two, "ada", "analytical")
+        upstream.hang.set()
+        calls_before = len(upstream.calls)
+        def hold():
+            try:
+                one.request("GET", "/me/upstream", other, timeout=60)
+            except OSError:
+                pass   # killed while it held the lease: no answer
+        holder = threading.Thread(target=hold, daemon=True)
+        holder.start()
+        check(upstream.hanging.wait(10), "instance one took the lease and is waiting for the upstream")
+        killed_at = time.time()
+        one.kill()
+        upstream.hang.clear()
+        status, body = two.request("GET", "/me/upstream", other, timeout=60)
+        waited = time.time() - killed_at
+        check(status == 200 and body["accessToken"].startswith("a"), f"instance two refreshed ({status}: {body})")
+        check(waited >= LEASE_SECONDS - 1.5, f"after the dead holder's lease lapsed ({waited:.1f} s after the kill; lease {LEASE_SECONDS} s)")
+        check(len(upstream.calls) - calls_before == 2 and upstream.reused == 0,
+              f"two upstream calls (the dead one's, unanswered, and this one), no reuse ({len(upstream.calls) - calls_before}, {upstream.reused})")
+        status, body = three.request("GET", "/me/upstream", other)
+        check(status == 200 and len(upstream.calls) - calls_before == 2, "instance three uses the refreshed token without another call")
+
+        print("== 6. the database goes away mid-run", flush=True)
+        results = []
+        stop = threading.Event()
+
+        def hammer(instance, token, name):
+            while not stop.is_set():
+                try:
+                    status, body = instance.request("GET", "/me", token, timeout=10)
+                except OSError as error:
+                    status, body = "no answer in 10 s", str(error)
+                results.append((status, body, name))
+
+        workers = [threading.Thread(target=hammer, args=(i, t, n), daemon=True)
+                   for i in (two, three) for t, n in ((ada, "Ada Lovelace"), (grace, "Grace"))]
+        for worker in workers:
+            worker.start()
+        time.sleep(0.5)
+        cluster.stop("immediate")
+        down_at = len(results)
+        time.sleep(4)
+        stop.set()
+        for worker in workers:
+            worker.join(60)
+        wrong = [r for r in results if r[0] == 200 and r[1]["name"] != r[2]]
+        unavailable = [r for r in results[down_at:] if r[0] == 503]
+        other_errors = [r for r in results if r[0] not in (200, 503)]
+        message = unavailable[0][1]["error"]["message"] if unavailable else ""
+        check(not wrong, f"never a wrong member ({len(results)} requests, {len(wrong)} wrong)")
+        check(len(unavailable) > 0 and "sessions are unavailable" in message, f"503 with a clear message: {message!r}")
+        check(not other_errors, f"no other status ({[r[0] for r in other_errors][:5]})")
+        cluster.start()
+        recovered = False
+        deadline = time.time() + 20
+        while time.time() < deadline and not recovered:
+            status, body = two.request("GET", "/me", ada)
+            recovered = status == 200 and body["name"] == "Ada Lovelace"
+            time.sleep(0.2)
+        check(recovered, "the fleet serves again once the database is back")
+
+        print("== figures", flush=True)
+        print(f"  queries per request: GET /me {queries_me:.2f}; POST /me/visits under 200-way contention {visit_queries:.2f}")
+        print(f"  upstream calls: {len(upstream.calls)}; refresh tokens reused: {upstream.reused}")
+        print(f"  database down: {len(unavailable)} answers 503, {len(wrong)} wrong members, of {len(results)} requests")
+    finally:
+        for instance in instances:
+            instance.kill()
+        cluster.remove()
+    if failures:
+        print(f"fleet.py: {len(failures)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+    print("fleet.py: all checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+public import Foundation
+public import HabitatSessions
+public import Logging
+public import PostgresNIO
+
+/// A ``SessionBackend`` on PostgreSQL: the sessions of a fleet of server instances, in the
+/// database they already share.
+///
+/// Two tables (``migrate()`` creates them): `habitat_sessions` (id, data, version, expires) and
+/// `habitat_leases` (name, holder, deadline). Each operation is one statement, so it needs no
+/// transaction and holds no lock past itself:
+///
+/// - a versioned write is `UPDATE … WHERE id = $1 AND version = $2`: of two writers that read
+///   one version, the database lets exactly one through, and the other gets
+///   ``SessionBackendError/versionConflict(id:expected:current:)``;
+/// - a lease is an `INSERT … ON CONFLICT DO UPDATE … WHERE deadline <= now()`: taken only when
+///   free or lapsed, so a crashed holder's lease ends at its deadline, with no lock held while
+///   the holder calls an upstream server;
+/// - expiries and deadlines are counted on the database's clock (`now()`), the one clock every
+///   instance shares.
+///
+/// Any failure to reach the database is ``SessionBackendError/unavailable(_:)``: a server
+/// answers 503 and serves no member it can't confirm.
+///
+/// The `client` must be running (`client.run()`, or a Hummingbird `Application`'s services).
+public struct PostgresSessionBackend: SessionBackend {
+    /// The connection pool the backend queries through.
+    public let client: PostgresClient
+    /// How long an operation may wait for the database before it is
+    /// ``SessionBackendError/unavailable(_:)``.
+    public let timeout: Duration
+    let logger: Logger
+
+    /// - Parameters:
+    ///   - client: A running PostgreSQL client.
+    ///   - timeout: How long an operation may wait for the database, a connection included.
+    ///     NB: while the database is down, the client's pool keeps trying to connect and a
+    ///     query waits for a connection; the timeout is what turns that wait into a 503.
+    ///   - logger: Where the queries log (at debug level and below).
+    public init(client: PostgresClient, timeout: Duration = .seconds(5), logger: Logger = Logger(label: "habitat.sessions.postgres")) {
+        self.client = client
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// Creates the backend's two tables if they don't exist yet. Instances may call it at once:
+    /// it takes a transaction-scoped advisory lock first (concurrent `CREATE TABLE IF NOT
+    /// EXISTS` statements can otherwise fail on PostgreSQL's catalog).
+    public func migrate() async throws(SessionBackendError) {
+        try await run {
+            try await client.query(
+                """
+                DO $$ BEGIN
+                    PERFORM pg_advisory_xact_lock(hashtext('habitat_sessions'));
+                    CREATE TABLE IF NOT EXISTS habitat_sessions (
+                        id text PRIMARY KEY, data bytea NOT NULL, version bigint NOT NULL, expires timestamptz NOT NULL
+                    );
+                    CREATE TABLE IF NOT EXISTS habitat_leases (name text PRIMARY KEY, holder text NOT NULL, deadline timestamptz NOT NULL);
+                END $$
+                """, logger: logger)
+        }
+    }
+
+    /// Deletes expired sessions and lapsed leases; returns how many sessions went. Expired
+    /// sessions are invisible anyway: this only reclaims their space.
+    @discardableResult
+    public func purgeExpired() async throws(SessionBackendError) -> Int {
+        try await run {
+            try await client.query("DELETE FROM habitat_leases WHERE deadline <= now()", logger: logger)
+            var count = 0
+            for try await _ in try await client.query("DELETE FROM habitat_sessions WHERE expires <= now() RETURNING id", logger: logger) {
+                count += 1
+            }
+            return count
+        }
+    }
+
+    public func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        let created = try await run {
+            try await client.query(
+                """
+                INSERT INTO habitat_sessions (id, data, version, expires)
+                VALUES (\(id), \(data), 1, now() + make_interval(secs => \(expiresIn.seconds)))
+                ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, version = 1, expires = EXCLUDED.expires
+                WHERE habitat_sessions.expires <= now()
+                RETURNING version
+                """, logger: logger
+            ).first(decoding: Int64.self)
+        }
+        guard created != nil else { throw .duplicateID(id) }
+        return StoredSession(id: id, data: data, version: 1)
+    }
+
+    public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
+        let row = try await run {
+            try await client.query(
+                "SELECT data, version FROM habitat_sessions WHERE id = \(id) AND expires > now()", logger: logger
+            ).first(decoding: (Data, Int64).self)
+        }
+        return row.map { StoredSession(id: id, data: $0.0, version: $0.1) }
+    }
+
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        let version = try await run {
+            try await client.query(
+                """
+                UPDATE habitat_sessions
+                SET data = \(data), version = version + 1, expires = now() + make_interval(secs => \(expiresIn.seconds))
+                WHERE id = \(id) AND version = \(expectedVersion) AND expires > now()
+                RETURNING version
+                """, logger: logger
+            ).first(decoding: Int64.self)
+        }
+        if let version { return StoredSession(id: id, data: data, version: version) }
+        throw .versionConflict(id: id, expected: expectedVersion, current: try await get(id: id)?.version)
+    }
+
+    public func remove(id: String) async throws(SessionBackendError) {
+        try await run { try await client.query("DELETE FROM habitat_sessions WHERE id = \(id)", logger: logger) }
+    }
+
+    public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        let taken = try await run {
+            try await client.query(
+                """
+                INSERT INTO habitat_leases (name, holder, deadline)
+                VALUES (\(name), \(holder), now() + make_interval(secs => \(duration.seconds)))
+                ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, deadline = EXCLUDED.deadline
+                WHERE habitat_leases.deadline <= now() OR habitat_leases.holder = EXCLUDED.holder
+                RETURNING holder
+                """, logger: logger
+            ).first(decoding: String.self)
+        }
+        return taken != nil
+    }
+
+    public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
+        try await run {
+            try await client.query("DELETE FROM habitat_leases WHERE name = \(name) AND holder = \(holder)", logger: logger)
+        }
+    }
+
+    /// Runs `body` within ``timeout``, turning whatever the database or the connection throws,
+    /// and a timeout, into ``SessionBackendError/unavailable(_:)``.
+    ///
+    /// NB: on a timeout the query is cancelled but not awaited: a query on a connection the
+    /// database dropped may take a while to notice, and the caller answers 503 at once.
+    @discardableResult
+    private func run<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws(SessionBackendError) -> R {
+        let race = Race<R>()
+        let timeout = timeout
+        let outcome = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                race.start(continuation, work: body, timeout: timeout)
+            }
+        } onCancel: {
+            race.cancel()
+        }
+        switch outcome {
+        case .success(let value):
+            return value
+        case .failure(let error as PSQLError):
+            // NB: PSQLError's `description` hides the server's message on purpose (it may hold
+            // data); its code and the server's SQLSTATE are safe to show.
+            if let state = error.serverInfo?[.sqlState] {
+                throw .unavailable("PostgreSQL refused the statement (SQLSTATE \(state))")
+            }
+            throw .unavailable("PostgreSQL: \(error.code)")
+        case .failure(is TimedOut):
+            throw .unavailable("PostgreSQL did not answer within \(timeout)")
+        case .failure(let error):
+            throw .unavailable("PostgreSQL: \(error)")
+        }
+    }
+}
+
+/// A query raced against its timeout: the first to finish resumes the caller, and the other is
+/// cancelled.
+// Safe: `continuation`, `work` and `timer` are read and written only with `lock` held.
+private final class Race<R: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Result<R, any Error>, Never>?
+    private var work: Task<Void, Never>?
+    private var timer: Task<Void, Never>?
+
+    func start(_ continuation: CheckedContinuation<Result<R, any Error>, Never>, work body: @escaping @Sendable () async throws -> R, timeout: Duration) {
+        lock.withLock { self.continuation = continuation }
+        let work = Task {
+            do {
+                self.finish(.success(try await body()))
+            } catch {
+                self.finish(.failure(error))
+            }
+        }
+        let timer = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            self.finish(.failure(TimedOut()))
+        }
+        let finished = lock.withLock {
+            guard self.continuation != nil else { return true }
+            (self.work, self.timer) = (work, timer)
+            return false
+        }
+        if finished { timer.cancel() }   // the query answered before the timer was stored
+    }
+
+    func cancel() { finish(.failure(CancellationError())) }
+
+    /// Resumes the caller with `outcome` if nothing did yet, and cancels what still runs.
+    private func finish(_ outcome: Result<R, any Error>) {
+        let (continuation, work, timer) = lock.withLock {
+            defer { (self.continuation, self.work, self.timer) = (nil, nil, nil) }
+            return (self.continuation, self.work, self.timer)
+        }
+        work?.cancel()
+        timer?.cancel()
+        continuation?.resume(returning: outcome)
+    }
+}
+
+private struct TimedOut: Error {}
+
+extension PostgresRowSequence {
+    /// The first row decoded as `T`, or `nil` for no row; reads the rest of the rows.
+    func first<T: PostgresDecodable & Sendable>(decoding _: T.Type) async throws -> T? {
+        var first: T?
+        for try await value in decode(T.self) where first == nil { first = value }
+        return first
+    }
+
+    /// The first row decoded as `(A, B)`, or `nil` for no row.
+    func first<A: PostgresDecodable & Sendable, B: PostgresDecodable & Sendable>(decoding _: (A, B).Type) async throws -> (A, B)? {
+        var first: (A, B)?
+        for try await value in decode((A, B).self) where first == nil { first = value }
+        return first
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as PostgreSQL's `make_interval(secs =>)` takes it.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension PostgresSessionBackend {
+    /// A client configuration from a URL, `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`,
+    /// without TLS (a loopback or private-network database; pass your own configuration for TLS).
+    public static func configuration(url: String) throws(SessionBackendError) -> PostgresClient.Configuration {
+        guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
+              let host = parts.host, let user = parts.user, !user.isEmpty
+        else {
+            throw .unavailable("not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): \(url)")
+        }
+        let database = String(parts.path.drop(while: { $0 == "/" }))
+        return PostgresClient.Configuration(
+            host: host, port: parts.port ?? 5432, username: user, password: parts.password,
+            database: database.isEmpty ? nil : database, tls: .disable
+        )
+    }
+}

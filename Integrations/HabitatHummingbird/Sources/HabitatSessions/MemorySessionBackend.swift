@@ -1,0 +1,83 @@
+public import Foundation
+
+/// A ``SessionBackend`` in the process's memory: for tests, and for an app with one instance.
+///
+/// It keeps the same promises as the database backend (versioned writes, leases with a
+/// deadline, expiry), on the process's monotonic clock; its sessions end with the process.
+// Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
+// Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
+public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
+    private struct Entry {
+        var session: StoredSession
+        var expires: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var sessions: [String: Entry] = [:]
+        var leases: [String: (holder: String, deadline: ContinuousClock.Instant)] = [:]
+    }
+
+    private let lock = NSLock()
+    private var state = State()
+    private let clock = ContinuousClock()
+
+    public init() {}
+
+    private func withState<R>(_ body: (inout State, ContinuousClock.Instant) throws(SessionBackendError) -> R) throws(SessionBackendError) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&state, clock.now)
+    }
+
+    /// The live entry `id`; an expired one is dropped.
+    private static func live(_ id: String, in state: inout State, at now: ContinuousClock.Instant) -> Entry? {
+        guard let entry = state.sessions[id] else { return nil }
+        guard entry.expires > now else {
+            state.sessions[id] = nil
+            return nil
+        }
+        return entry
+    }
+
+    public func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        try withState { state, now throws(SessionBackendError) in
+            guard Self.live(id, in: &state, at: now) == nil else { throw .duplicateID(id) }
+            let session = StoredSession(id: id, data: data, version: 1)
+            state.sessions[id] = Entry(session: session, expires: now + expiresIn)
+            return session
+        }
+    }
+
+    public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
+        try withState { state, now in Self.live(id, in: &state, at: now)?.session }
+    }
+
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        try withState { state, now throws(SessionBackendError) in
+            guard let entry = Self.live(id, in: &state, at: now), entry.session.version == expectedVersion else {
+                throw .versionConflict(id: id, expected: expectedVersion, current: Self.live(id, in: &state, at: now)?.session.version)
+            }
+            let session = StoredSession(id: id, data: data, version: expectedVersion + 1)
+            state.sessions[id] = Entry(session: session, expires: now + expiresIn)
+            return session
+        }
+    }
+
+    public func remove(id: String) async throws(SessionBackendError) {
+        try withState { state, _ in state.sessions[id] = nil }
+    }
+
+    public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        try withState { state, now in
+            if let lease = state.leases[name], lease.deadline > now, lease.holder != holder { return false }
+            state.leases[name] = (holder, now + duration)
+            return true
+        }
+    }
+
+    public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
+        try withState { state, _ in
+            if state.leases[name]?.holder == holder { state.leases[name] = nil }
+        }
+    }
+}

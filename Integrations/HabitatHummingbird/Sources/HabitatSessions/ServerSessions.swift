@@ -1,0 +1,190 @@
+import Foundation
+
+/// A server session: its ID, its value, and the version the value was read at.
+public struct ServerSession<Value: Sendable>: Sendable {
+    /// The session's opaque ID: what the client presents (a cookie, a bearer token).
+    public let id: String
+    /// The session's value, as of ``version``.
+    public var value: Value
+    /// The version ``value`` was read at; a write made from it names it.
+    public let version: Int64
+}
+
+extension ServerSession: Equatable where Value: Equatable {}
+
+/// Typed sessions over a ``SessionBackend``: values of one `Codable` type, stored as JSON.
+///
+/// Every write is versioned, so two requests on one session, on one instance or on two, never
+/// lose each other's update: ``update(_:maxAttempts:_:)`` rereads and reapplies its change when
+/// another write came first. ``refresh(_:lease:when:fetch:apply:)`` spends an upstream refresh
+/// token once across the fleet.
+///
+/// ```swift
+/// let sessions = ServerSessions<MemberSession>(backend: MemorySessionBackend())
+/// let signedIn = try await sessions.create(MemberSession(memberID: 1, visits: 0))
+/// let visited = try await sessions.update(signedIn.id) { $0.visits += 1 }
+/// ```
+public struct ServerSessions<Value: Codable & Sendable>: Sendable {
+    /// Where the sessions are kept.
+    public let backend: any SessionBackend
+    /// How long a session lives after its last write.
+    public let lifetime: Duration
+
+    /// - Parameters:
+    ///   - backend: Where the sessions are kept: ``MemorySessionBackend``, or
+    ///     `PostgresSessionBackend` for a fleet.
+    ///   - lifetime: How long a session lives after its creation or its last write.
+    public init(backend: any SessionBackend, lifetime: Duration = .seconds(3600)) {
+        self.backend = backend
+        self.lifetime = lifetime
+    }
+
+    /// Stores `value` as a new session, under a new random ID (256 bits, URL-safe).
+    public func create(_ value: Value) async throws(SessionBackendError) -> ServerSession<Value> {
+        let stored = try await backend.create(id: Self.newID(), data: try encode(value, id: "new"), expiresIn: lifetime)
+        return ServerSession(id: stored.id, value: value, version: stored.version)
+    }
+
+    /// The live session `id`, or `nil` when there is none (never was, removed, expired).
+    /// - Throws: ``SessionBackendError/undecodable(id:reason:)`` when the stored value isn't a `Value`.
+    public func get(_ id: String) async throws(SessionBackendError) -> ServerSession<Value>? {
+        guard let stored = try await backend.get(id: id) else { return nil }
+        return try decode(stored)
+    }
+
+    /// Writes `session.value`, if the session is still at `session.version`.
+    /// - Throws: ``SessionBackendError/versionConflict(id:expected:current:)`` when another
+    ///   write came first; nothing is written then.
+    public func set(_ session: ServerSession<Value>) async throws(SessionBackendError) -> ServerSession<Value> {
+        let stored = try await backend.set(
+            id: session.id, data: try encode(session.value, id: session.id), expiresIn: lifetime, expectedVersion: session.version
+        )
+        return ServerSession(id: stored.id, value: session.value, version: stored.version)
+    }
+
+    /// Reads session `id`, applies `change` and writes it back; when another write came first,
+    /// reads it again and reapplies `change` to what that write left, so no update is lost.
+    ///
+    /// `change` may run more than once: it must only change the value it is given.
+    /// - Throws: ``SessionBackendError/sessionGone(id:)`` when the session doesn't exist (any
+    ///   more); ``SessionBackendError/tooMuchContention(id:attempts:)`` after `maxAttempts`
+    ///   writes in a row lost to others (nothing of this update is written then).
+    public func update(
+        _ id: String,
+        maxAttempts: Int = 100,
+        _ change: (inout Value) -> Void
+    ) async throws(SessionBackendError) -> ServerSession<Value> {
+        var pause = Duration.milliseconds(1)
+        for _ in 0..<max(1, maxAttempts) {
+            guard var session = try await get(id) else { throw .sessionGone(id: id) }
+            change(&session.value)
+            do {
+                return try await set(session)
+            } catch .versionConflict(_, _, current: nil) {
+                throw .sessionGone(id: id)
+            } catch .versionConflict {
+                // Another write came first: wait a random part of a growing pause, so the
+                // writers that met spread out, and try again on what it left.
+                try? await Task.sleep(for: pause * Double.random(in: 0...1))
+                pause = min(pause * 2, .milliseconds(50))
+            }
+        }
+        throw .tooMuchContention(id: id, attempts: max(1, maxAttempts))
+    }
+
+    /// Removes session `id` (signing out); removing a session that doesn't exist is not an error.
+    public func remove(_ id: String) async throws(SessionBackendError) {
+        try await backend.remove(id: id)
+    }
+
+    /// Makes session `id` fresh, spending its upstream refresh token at most once across the
+    /// fleet, however many requests on however many instances find it stale at once.
+    ///
+    /// When `when` says the session needs a refresh, the caller takes the session's refresh
+    /// lease, reads the session again (another instance may have refreshed it while this one
+    /// waited), and only if it is still stale calls `fetch`, applies the answer with `apply`
+    /// (a versioned update: other fields written meanwhile are kept) and releases the lease,
+    /// on every path. Callers that find the lease taken wait and read again. A holder that
+    /// crashed keeps the lease until its deadline, `lease` after it was taken; then another
+    /// instance refreshes. Choose `lease` longer than `fetch` can take (its timeout): a lease
+    /// that lapses while its holder still waits for the upstream lets a second refresh start.
+    ///
+    /// ```swift
+    /// let fresh = try await sessions.refresh(id, when: { $0.upstream.expiresAt < Date() }) { session in
+    ///     try await tokenServer.refresh(session.upstream.refreshToken)
+    /// } apply: { session, answer in
+    ///     session.upstream = answer
+    /// }
+    /// ```
+    /// - Returns: The fresh session: refreshed here, or by another caller.
+    /// - Throws: What `fetch` throws (the lease is released first), a ``SessionBackendError``,
+    ///   or `CancellationError` when the task is cancelled while it waits.
+    public func refresh<Answer>(
+        _ id: String,
+        lease: Duration = .seconds(30),
+        when needsRefresh: (Value) -> Bool,
+        fetch: (Value) async throws -> Answer,
+        apply: (inout Value, Answer) -> Void
+    ) async throws -> ServerSession<Value> {
+        let name = "refresh:\(id)"
+        let holder = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UUID().uuidString)"
+        var pause = Duration.milliseconds(5)
+        while true {
+            guard let session = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
+            guard needsRefresh(session.value) else { return session }
+            if try await backend.acquireLease(name, holder: holder, duration: lease) {
+                do {
+                    let refreshed = try await refreshHoldingLease(id, when: needsRefresh, fetch: fetch, apply: apply)
+                    try? await backend.releaseLease(name, holder: holder)
+                    return refreshed
+                } catch {
+                    // Best effort: if the release fails too, the lease lapses at its deadline.
+                    try? await backend.releaseLease(name, holder: holder)
+                    throw error
+                }
+            }
+            // Another caller holds the lease: it is refreshing, or it crashed and its lease
+            // will lapse. Read again after a pause.
+            try await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(100))
+        }
+    }
+
+    private func refreshHoldingLease<Answer>(
+        _ id: String,
+        when needsRefresh: (Value) -> Bool,
+        fetch: (Value) async throws -> Answer,
+        apply: (inout Value, Answer) -> Void
+    ) async throws -> ServerSession<Value> {
+        guard let current = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
+        guard needsRefresh(current.value) else { return current }
+        let answer = try await fetch(current.value)
+        return try await update(id) { apply(&$0, answer) }
+    }
+
+    private func encode(_ value: Value, id: String) throws(SessionBackendError) -> Data {
+        do {
+            return try JSONEncoder().encode(value)
+        } catch {
+            throw .undecodable(id: id, reason: "can't be encoded: \(error)")
+        }
+    }
+
+    private func decode(_ stored: StoredSession) throws(SessionBackendError) -> ServerSession<Value> {
+        do {
+            return ServerSession(id: stored.id, value: try JSONDecoder().decode(Value.self, from: stored.data), version: stored.version)
+        } catch {
+            throw .undecodable(id: stored.id, reason: "\(error)")
+        }
+    }
+
+    /// A new session ID: 32 random bytes from the system's secure generator, base64url.
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

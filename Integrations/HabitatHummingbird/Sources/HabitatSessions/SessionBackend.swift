@@ -1,0 +1,98 @@
+public import Foundation
+
+/// Where a fleet of server instances keeps its sessions: one store they all reach, with
+/// versioned writes and refresh leases.
+///
+/// The shape is a Hummingbird `PersistDriver`'s (create, get, set, remove, each with an
+/// expiry) plus two things that driver lacks, and that several instances serving one member
+/// need:
+///
+/// - **Versions.** Every write names the version it read (`expectedVersion`); a write made
+///   from a stale read fails with ``SessionBackendError/versionConflict(id:expected:current:)``
+///   instead of silently overwriting what another request wrote meanwhile. ``ServerSessions``
+///   rereads and retries for you.
+/// - **Leases.** ``acquireLease(_:holder:duration:)`` lets one instance at a time do a piece of
+///   work for a session, such as spending a refresh token, across the fleet. A lease ends when
+///   its holder releases it or at its deadline, so a crashed holder's lease lapses.
+///
+/// Expiries and lease deadlines are durations, counted on the backend's own clock (the
+/// database's, for ``PostgresSessionBackend``), so instances whose clocks disagree still agree
+/// on when a session ends.
+///
+/// Implementations: ``MemorySessionBackend`` (one process: tests, single-instance apps) and
+/// `PostgresSessionBackend` (module HabitatPostgres: a fleet).
+public protocol SessionBackend: Sendable {
+    /// Stores a new session under `id`, at version 1.
+    /// - Throws: ``SessionBackendError/duplicateID(_:)`` when a live session has this ID.
+    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession
+
+    /// The live session `id`, or `nil` when there is none or it has expired.
+    func get(id: String) async throws(SessionBackendError) -> StoredSession?
+
+    /// Replaces session `id`'s data, if its version is still `expectedVersion`; the stored
+    /// version goes up by one, and the session lives `expiresIn` from now.
+    /// - Throws: ``SessionBackendError/versionConflict(id:expected:current:)`` when another
+    ///   write came first, or the session is gone; nothing is written then.
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession
+
+    /// Removes session `id`; removing a session that doesn't exist is not an error.
+    func remove(id: String) async throws(SessionBackendError)
+
+    /// Takes the lease `name` for `holder` until `duration` from now, if no one else holds it
+    /// (a lease past its deadline is no one's). Returns whether `holder` has it.
+    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool
+
+    /// Ends `holder`'s lease `name`; does nothing when `holder` doesn't hold it (any more).
+    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError)
+}
+
+/// A session as a ``SessionBackend`` stores it.
+public struct StoredSession: Sendable, Hashable {
+    /// The session's ID: opaque, the one the client presents.
+    public var id: String
+    /// The session's value, encoded.
+    public var data: Data
+    /// Counts the writes: 1 when created, one more for each ``SessionBackend/set(id:data:expiresIn:expectedVersion:)``.
+    public var version: Int64
+
+    public init(id: String, data: Data, version: Int64) {
+        self.id = id
+        self.data = data
+        self.version = version
+    }
+}
+
+/// What went wrong with a session backend.
+public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
+    /// A write read version `expected`, but the session is at `current` now (another request
+    /// wrote it meanwhile), or gone (`current` is `nil`: removed or expired). Nothing was written.
+    case versionConflict(id: String, expected: Int64, current: Int64?)
+    /// A session with this ID already exists.
+    case duplicateID(String)
+    /// The backend can't be reached or refused the operation; `reason` says what happened.
+    /// A server answers 503: nothing about the request's member is known.
+    case unavailable(String)
+    /// A stored session's data couldn't be decoded as the session's type.
+    case undecodable(id: String, reason: String)
+    /// An update kept meeting newer writes and gave up after `attempts` tries.
+    case tooMuchContention(id: String, attempts: Int)
+    /// The session is gone (removed or expired) while an update or a refresh was under way.
+    case sessionGone(id: String)
+
+    public var description: String {
+        switch self {
+        case let .versionConflict(id, expected, current?):
+            "session \(redacted(id)) was written meanwhile: read version \(expected), it is at version \(current) now"
+        case let .versionConflict(id, expected, nil):
+            "session \(redacted(id)) is gone (removed or expired) since version \(expected) was read"
+        case let .duplicateID(id): "a session with the ID \(redacted(id)) already exists"
+        case let .unavailable(reason): "the session store is unavailable: \(reason)"
+        case let .undecodable(id, reason): "session \(redacted(id)) can't be decoded: \(reason)"
+        case let .tooMuchContention(id, attempts): "session \(redacted(id)) changed under \(attempts) attempts in a row to update it"
+        case let .sessionGone(id): "session \(redacted(id)) is gone (removed or expired)"
+        }
+    }
+}
+
+/// A session ID as messages show it: its first characters only, since the ID is a credential.
+func redacted(_ id: String) -> String { "\(id.prefix(6))…" }

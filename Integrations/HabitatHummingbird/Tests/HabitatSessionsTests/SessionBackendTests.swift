@@ -1,0 +1,237 @@
+import Foundation
+import HabitatPostgres
+import HabitatSessions
+import Testing
+
+/// The backend contract, on every available backend (`Backend.available`).
+@Suite struct SessionBackendTests {
+    @Test(arguments: Backend.available)
+    func aSessionRoundTripsAndEachWriteBumpsItsVersion(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let created = try await sessions.create(Visits(member: 1))
+            #expect(created.version == 1)
+            #expect(created.id.count == 43)   // 32 bytes, base64url without padding
+            var read = try #require(try await sessions.get(created.id))
+            #expect(read == created)
+            read.value.count = 5
+            let written = try await sessions.set(read)
+            #expect(written.version == 2)
+            #expect(try await sessions.get(created.id)?.value.count == 5)
+            try await sessions.remove(created.id)
+            #expect(try await sessions.get(created.id) == nil)
+            try await sessions.remove(created.id)   // removing it again is no error
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aWriteFromAStaleReadFailsAndWritesNothing(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let created = try await sessions.create(Visits(member: 1))
+            var first = created, second = created
+            first.value.count = 1
+            second.value.count = 100
+            _ = try await sessions.set(first)
+            await #expect(throws: SessionBackendError.versionConflict(id: created.id, expected: 1, current: 2)) {
+                try await sessions.set(second)
+            }
+            #expect(try await sessions.get(created.id)?.value.count == 1)
+            #expect(try await sessions.get(created.id)?.version == 2)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aLiveIDCantBeCreatedTwice(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            _ = try await backend.create(id: "same-id-\(UUID())", data: Data("a".utf8), expiresIn: .seconds(60))
+            let id = "same-id-\(UUID())"
+            _ = try await backend.create(id: id, data: Data("a".utf8), expiresIn: .seconds(60))
+            await #expect(throws: SessionBackendError.duplicateID(id)) {
+                try await backend.create(id: id, data: Data("b".utf8), expiresIn: .seconds(60))
+            }
+            #expect(try await backend.get(id: id)?.data == Data("a".utf8))
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func anExpiredSessionIsGoneAndCantBeWritten(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend, lifetime: .milliseconds(300))
+            let created = try await sessions.create(Visits(member: 1))
+            #expect(try await sessions.get(created.id) != nil)
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(try await sessions.get(created.id) == nil)
+            await #expect(throws: SessionBackendError.versionConflict(id: created.id, expected: 1, current: nil)) {
+                try await sessions.set(created)
+            }
+            await #expect(throws: SessionBackendError.sessionGone(id: created.id)) {
+                try await sessions.update(created.id) { $0.count += 1 }
+            }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func concurrentUpdatesLoseNothing(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<200 {
+                    group.addTask { _ = try await sessions.update(id) { $0.count += 1 } }
+                }
+                try await group.waitForAll()
+            }
+            let final = try #require(try await sessions.get(id))
+            #expect(final.value.count == 200)
+            #expect(final.version == 201)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func undecodableDataIsATypedError(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let id = "garbage-\(UUID())"
+            _ = try await backend.create(id: id, data: Data("not json".utf8), expiresIn: .seconds(60))
+            let sessions = ServerSessions<Visits>(backend: backend)
+            await #expect {
+                try await sessions.get(id)
+            } throws: { error in
+                guard case .undecodable(id, _) = error as? SessionBackendError else { return false }
+                return true
+            }
+            #expect(try await backend.get(id: id)?.data == Data("not json".utf8))   // nothing lost
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aLeaseIsOneHoldersUntilReleasedOrLapsed(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let name = "lease-\(UUID())"
+            #expect(try await backend.acquireLease(name, holder: "a", duration: .milliseconds(400)))
+            #expect(try await !backend.acquireLease(name, holder: "b", duration: .seconds(10)))
+            try await backend.releaseLease(name, holder: "b")   // not b's: nothing happens
+            #expect(try await !backend.acquireLease(name, holder: "b", duration: .seconds(10)))
+            try await backend.releaseLease(name, holder: "a")
+            #expect(try await backend.acquireLease(name, holder: "b", duration: .milliseconds(400)))
+            // b "crashes" holding it: the lease lapses at its deadline.
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try await backend.acquireLease(name, holder: "c", duration: .seconds(10)))
+        }
+    }
+}
+
+/// Refreshes across the fleet: the upstream is asked once, whatever the number of callers.
+@Suite struct RefreshTests {
+    @Test(arguments: Backend.available)
+    func twentyCallersFindingItStaleAtOnceFetchOnce(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            // Three "instances": three ServerSessions on one backend.
+            let instances = (0..<3).map { _ in ServerSessions<Visits>(backend: backend) }
+            let id = try await instances[0].create(Visits(member: 1)).id
+            let fetches = Counter()
+            let answers = try await withThrowingTaskGroup(of: String.self) { group in
+                for caller in 0..<20 {
+                    group.addTask {
+                        try await instances[caller % 3].refresh(id, when: { $0.upstream == "stale" }) { _ in
+                            fetches.increment()
+                            try await Task.sleep(for: .milliseconds(100))   // the upstream's round trip
+                            return "fresh"
+                        } apply: { $0.upstream = $1 }.value.upstream
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(fetches.value == 1)
+            #expect(answers == Array(repeating: "fresh", count: 20))
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aRefreshKeepsWhatOthersWroteMeanwhile(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            let refreshed = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
+                // Another request counts a visit while the upstream answers.
+                _ = try await sessions.update(id) { $0.count += 1 }
+                return "fresh"
+            } apply: { $0.upstream = $1 }
+            #expect(refreshed.value == Visits(member: 1, count: 1, upstream: "fresh"))
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aFailedFetchReleasesTheLease(_ backend: Backend) async throws {
+        struct Refused: Error {}
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            await #expect(throws: Refused.self) {
+                try await sessions.refresh(id, lease: .seconds(60), when: { $0.upstream == "stale" }) { _ -> String in
+                    throw Refused()
+                } apply: { $0.upstream = $1 }
+            }
+            // The lease was released: the next refresh doesn't wait out its 60 s.
+            let started = ContinuousClock.now
+            let fresh = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
+            #expect(fresh.value.upstream == "fresh")
+            #expect(ContinuousClock.now - started < .seconds(5))
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aCrashedHoldersLeaseLapsesAndAnotherRefreshes(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            // A holder took the lease and died without releasing it.
+            #expect(try await backend.acquireLease("refresh:\(id)", holder: "crashed", duration: .milliseconds(500)))
+            let started = ContinuousClock.now
+            let fresh = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
+            #expect(fresh.value.upstream == "fresh")
+            #expect(ContinuousClock.now - started >= .milliseconds(400))
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aSessionSignedOutDuringTheWaitIsGone(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            #expect(try await backend.acquireLease("refresh:\(id)", holder: "other", duration: .seconds(60)))
+            let waiting = Task {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            try await sessions.remove(id)
+            await #expect(throws: SessionBackendError.sessionGone(id: id)) { _ = try await waiting.value }
+        }
+    }
+}
+
+/// A database that can't be reached is a typed, readable error: never a session.
+@Test func anUnreachableDatabaseIsUnavailable() async throws {
+    // Port 1 on loopback: nothing listens there, the connection is refused at once.
+    try await withPostgres(url: "postgres://habitat@127.0.0.1:1/habitat", timeout: .seconds(1)) { backend in
+        let started = ContinuousClock.now
+        await #expect {
+            try await backend.get(id: "any")
+        } throws: { error in
+            guard case .unavailable(let reason) = error as? SessionBackendError else { return false }
+            // The pool keeps trying to connect; the backend's timeout ends the wait.
+            return reason == "PostgreSQL did not answer within 1.0 seconds"
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
+
+@Test func aURLThatIsntPostgreSQLIsRefused() {
+    #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "https://example.com") }
+    #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "postgres://127.0.0.1/db") }
+    let configuration = try? PostgresSessionBackend.configuration(url: "postgres://me:secret@127.0.0.1:6543/app")
+    #expect(configuration?.port == 6543)
+    #expect(configuration?.username == "me")
+    #expect(configuration?.password == "secret")
+    #expect(configuration?.database == "app")
+}
