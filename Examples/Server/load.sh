@@ -11,6 +11,8 @@
 #     bash load.sh --smoke    # CI: the debug build, 1 pass, 16 connections, 2 s per variant
 #     bash load.sh --passes 5 # the full run with more passes
 #     bash load.sh --port 9000  # another loopback port than 18180
+#     SWIFT_BUILD_FLAGS="--sanitize=thread --scratch-path .build-tsan" bash load.sh --smoke
+#                             # the server from another build (CI: the thread sanitizer's)
 #     bash load.sh --postgres   # a sixth variant, habitat-postgres: the member read from the
 #                             # session backend on a throwaway PostgreSQL (throwaway_postgres.py)
 #                             # per request; also records the database's CPU and its queries
@@ -41,8 +43,11 @@ if ! command -v wrk > /dev/null; then
     $sudo apt-get update -q > /dev/null && $sudo apt-get install -y -q wrk > /dev/null
 fi
 
-swift build -c "$configuration" --product habitat-server > /dev/null
-server="$(swift build -c "$configuration" --show-bin-path)/habitat-server"
+# SWIFT_BUILD_FLAGS: more flags for swift build (CI: the thread sanitizer's build directory).
+# shellcheck disable=SC2086
+swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --product habitat-server > /dev/null
+# shellcheck disable=SC2086
+server="$(swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --show-bin-path)/habitat-server"
 raw=$(mktemp)
 ticks=$(getconf CLK_TCK)
 database= cluster=

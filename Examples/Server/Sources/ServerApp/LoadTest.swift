@@ -77,8 +77,18 @@ func echo(_ request: Request, read: () -> (member: Member?, requestID: String?, 
 
 // MARK: The variants' middleware
 
+/// The floor variant's context: the app's, plus the request's values, passed by hand.
+struct FloorRequestContext: ChildRequestContext {
+    var coreContext: CoreRequestContextStorage
+    var values: RequestValues?
+
+    init(context: AppRequestContext) {
+        coreContext = context.coreContext
+    }
+}
+
 struct FloorMiddleware: RouterMiddleware {
-    typealias Context = AppRequestContext
+    typealias Context = FloorRequestContext
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
         context.values = try resolve(request)
@@ -125,7 +135,7 @@ public func buildLoadRouter(variant: Variant) throws -> Router<AppRequestContext
     let load = router.group("load")
     switch variant {
     case .floor:
-        load.add(middleware: FloorMiddleware()).get("me") { request, context in
+        router.group("load", context: FloorRequestContext.self).add(middleware: FloorMiddleware()).get("me") { request, context in
             await echo(request) { (context.values?.member, context.values?.requestID, context.values?.started) }
         }
     case .tasklocal:

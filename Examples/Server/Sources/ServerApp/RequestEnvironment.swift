@@ -6,12 +6,11 @@ import Logging
 import Synchronization
 
 
-/// The request context every route of this app uses: Hummingbird's own storage, and the
-/// per-request values the load test's floor variant passes by hand (``RequestValues``).
+/// The request context every route of this app uses: Hummingbird's own storage, nothing more.
+/// (The load test's floor variant passes its values in a context of its own,
+/// `FloorRequestContext`.)
 public struct AppRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// Set only by the floor variant of the load test; the app itself reads the environment.
-    public var values: RequestValues?
 
     public init(source: Source) {
         coreContext = .init(source: source)

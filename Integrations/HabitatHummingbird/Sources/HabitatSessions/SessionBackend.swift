@@ -16,7 +16,7 @@ public import Foundation
 ///   its holder releases it or at its deadline, so a crashed holder's lease lapses.
 ///
 /// Expiries and lease deadlines are durations, counted on the backend's own clock (the
-/// database's, for ``PostgresSessionBackend``), so instances whose clocks disagree still agree
+/// database's, for `PostgresSessionBackend`), so instances whose clocks disagree still agree
 /// on when a session ends.
 ///
 /// Implementations: ``MemorySessionBackend`` (one process: tests, single-instance apps) and
