@@ -43,11 +43,15 @@ if ! command -v wrk > /dev/null; then
     $sudo apt-get update -q > /dev/null && $sudo apt-get install -y -q wrk > /dev/null
 fi
 
-# SWIFT_BUILD_FLAGS: more flags for swift build (CI: the thread sanitizer's build directory).
-# shellcheck disable=SC2086
-swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --product habitat-server > /dev/null
-# shellcheck disable=SC2086
-server="$(swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --show-bin-path)/habitat-server"
+# SWIFT_BUILD_FLAGS: more flags for swift build (CI: the thread sanitizer's build directory);
+# HABITAT_SERVER: a habitat-server built already (CI).
+server=${HABITAT_SERVER:-}
+if [ -z "$server" ]; then
+    # shellcheck disable=SC2086
+    swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --product habitat-server > /dev/null
+    # shellcheck disable=SC2086
+    server="$(swift build -c "$configuration" ${SWIFT_BUILD_FLAGS:-} --show-bin-path)/habitat-server"
+fi
 raw=$(mktemp)
 ticks=$(getconf CLK_TCK)
 database= cluster=

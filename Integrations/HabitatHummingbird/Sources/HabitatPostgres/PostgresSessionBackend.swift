@@ -168,6 +168,8 @@ public struct PostgresSessionBackend: SessionBackend {
             throw .unavailable("PostgreSQL: \(error.code)")
         case .failure(is TimedOut):
             throw .unavailable("PostgreSQL did not answer within \(timeout)")
+        case .failure(is CancellationError):
+            throw .unavailable("the task was cancelled before PostgreSQL answered")
         case .failure(let error):
             throw .unavailable("PostgreSQL: \(error)")
         }
@@ -176,15 +178,21 @@ public struct PostgresSessionBackend: SessionBackend {
 
 /// A query raced against its timeout: the first to finish resumes the caller, and the other is
 /// cancelled.
-// Safe: `continuation`, `work` and `timer` are read and written only with `lock` held.
+// Safe: `continuation`, `work`, `timer` and `isCancelled` are read and written only with `lock` held.
 private final class Race<R: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<Result<R, any Error>, Never>?
     private var work: Task<Void, Never>?
     private var timer: Task<Void, Never>?
+    private var isCancelled = false
 
     func start(_ continuation: CheckedContinuation<Result<R, any Error>, Never>, work body: @escaping @Sendable () async throws -> R, timeout: Duration) {
-        lock.withLock { self.continuation = continuation }
+        // A caller cancelled before the race began (the cancellation handler ran first) gets
+        // its CancellationError without a query.
+        guard !lock.withLock({ self.continuation = continuation; return isCancelled }) else {
+            finish(.failure(CancellationError()))
+            return
+        }
         let work = Task {
             do {
                 self.finish(.success(try await body()))
@@ -204,7 +212,10 @@ private final class Race<R: Sendable>: @unchecked Sendable {
         if finished { timer.cancel() }   // the query answered before the timer was stored
     }
 
-    func cancel() { finish(.failure(CancellationError())) }
+    func cancel() {
+        lock.withLock { isCancelled = true }
+        finish(.failure(CancellationError()))
+    }
 
     /// Resumes the caller with `outcome` if nothing did yet, and cancels what still runs.
     private func finish(_ outcome: Result<R, any Error>) {

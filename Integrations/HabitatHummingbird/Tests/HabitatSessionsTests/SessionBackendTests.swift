@@ -226,6 +226,20 @@ import Testing
     }
 }
 
+/// A caller cancelled while the database doesn't answer stops waiting at once.
+@Test func aCancelledCallStopsWaitingAtOnce() async throws {
+    try await withPostgres(url: "postgres://habitat@127.0.0.1:1/habitat", timeout: .seconds(60)) { backend in
+        let started = ContinuousClock.now
+        let call = Task { try await backend.get(id: "any") }
+        try await Task.sleep(for: .milliseconds(200))
+        call.cancel()
+        await #expect(throws: SessionBackendError.unavailable("the task was cancelled before PostgreSQL answered")) {
+            try await call.value
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+}
+
 @Test func aURLThatIsntPostgreSQLIsRefused() {
     #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "https://example.com") }
     #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "postgres://127.0.0.1/db") }
