@@ -95,13 +95,7 @@ extension RequestEnvironmentMiddleware {
             _ = base.services.members.rename(member.id, to: member.name)
             return
         }
-        do {
-            _ = try await base.services.sessions.update(token) { $0.member = member }
-        } catch .unavailable(let reason) {
-            throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, the change was not saved: \(reason)")
-        } catch {
-            throw HTTPError(.conflict, message: "the change was not saved: \(error)")
-        }
+        _ = try await fleet { try await base.services.sessions.update(token) { $0.member = member } }
     }
 }
 
