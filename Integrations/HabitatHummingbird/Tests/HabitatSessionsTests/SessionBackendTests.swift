@@ -108,7 +108,7 @@ import Testing
     func aLeaseIsOneHoldersUntilReleasedOrLapsed(_ backend: Backend) async throws {
         try await backend.with { backend in
             let name = "lease-\(UUID())"
-            #expect(try await backend.acquireLease(name, holder: "a", duration: .milliseconds(400)))
+            #expect(try await backend.acquireLease(name, holder: "a", duration: .seconds(30)))   // long: slow runs (TSan) must not see it lapse
             #expect(try await !backend.acquireLease(name, holder: "b", duration: .seconds(10)))
             try await backend.releaseLease(name, holder: "b")   // not b's: nothing happens
             #expect(try await !backend.acquireLease(name, holder: "b", duration: .seconds(10)))
