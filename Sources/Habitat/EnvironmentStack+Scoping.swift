@@ -32,7 +32,7 @@ extension EnvironmentStack {
         line: UInt = #line,
         operation: () throws(E) -> R
     ) throws(E) -> R {
-        var environment = current
+        var environment = currentCopy()
         change(&environment)
         return try withScope(makeScope(consume environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
     }
@@ -62,7 +62,7 @@ extension EnvironmentStack {
         line: UInt = #line,
         operation: () throws(E) -> R
     ) throws(E) -> R {
-        try withScope(makeScope(copy environment, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
+        try withScope(makeScope(environment.fieldwiseCopy, origin: FrameOrigin(.scope, fileID: fileID, line: line)), operation: operation)
     }
 
     /// Runs the asynchronous `operation` with a changed environment, for the calling task and
@@ -121,6 +121,6 @@ extension EnvironmentStack {
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
         let origin = FrameOrigin(.scope, fileID: fileID, line: line)
-        return try await withScope(makeScope(copy environment, origin: origin), isolation: isolation, operation: operation)
+        return try await withScope(makeScope(environment.fieldwiseCopy, origin: origin), isolation: isolation, operation: operation)
     }
 }

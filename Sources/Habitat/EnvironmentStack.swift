@@ -161,8 +161,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// Records the changes made from now on until `stop` is called; then the stream ends after
     /// the last recorded change. For `HabitatTesting`'s assertions.
     package func recordChanges() -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
-        let (stream, finish) = withActiveState { $0.subscribe() }
-        return (stream, finish)
+        withActiveState { $0.subscribe() }
     }
 
     /// How many change streams of the calling task's stack are subscribed: for tests that show

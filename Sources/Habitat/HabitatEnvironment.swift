@@ -30,42 +30,51 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     public var otherAccounts: [UserSession<App.User>] = []
     /// The app's configuration.
     public var config: App.Config
-    /// The clock, calendar, locale, time zone and UUID generator, in one shared object.
+    /// The clock, calendar, locale, time zone and UUID generator, in shared objects.
     ///
     /// NB: copying an environment (every push, scope and write does) retains this one object
     /// for the five values, and an app changes them rarely; setting one of them makes a new
     /// object.
-    @usableFromInline var system: Shared<SystemValues>
+    @usableFromInline var system: SystemValues
 
     /// Returns the current date. Replace it to freeze or move time in tests.
     @inlinable
     public var now: @Sendable () -> Date {
-        get { system.value.now }
-        set { system = system.with { $0.now = newValue } }
+        get { system.now }
+        set { system = SystemValues(now: newValue, uuid: system.uuid, region: system.region) }
     }
     /// The calendar for date arithmetic.
     @inlinable
     public var calendar: Calendar {
-        get { system.value.calendar }
-        set { system = system.with { $0.calendar = newValue } }
+        get { system.region.calendar }
+        set {
+            let region = system.region
+            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: newValue, locale: region.locale, timeZone: region.timeZone))
+        }
     }
     /// The locale for formatting and language.
     @inlinable
     public var locale: Locale {
-        get { system.value.locale }
-        set { system = system.with { $0.locale = newValue } }
+        get { system.region.locale }
+        set {
+            let region = system.region
+            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: region.calendar, locale: newValue, timeZone: region.timeZone))
+        }
     }
     /// The time zone for displaying dates.
     @inlinable
     public var timeZone: TimeZone {
-        get { system.value.timeZone }
-        set { system = system.with { $0.timeZone = newValue } }
+        get { system.region.timeZone }
+        set {
+            let region = system.region
+            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: region.calendar, locale: region.locale, timeZone: newValue))
+        }
     }
     /// Returns a new UUID. Replace it to make identifiers predictable in tests.
     @inlinable
     public var uuid: @Sendable () -> UUID {
-        get { system.value.uuid }
-        set { system = system.with { $0.uuid = newValue } }
+        get { system.uuid }
+        set { system = SystemValues(now: system.now, uuid: newValue, region: system.region) }
     }
 
     /// Creates an environment.
@@ -95,7 +104,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
         self.services = services
         self.config = config
         self.session = session
-        self.system = Shared(SystemValues(now: now, calendar: calendar, locale: locale, timeZone: timeZone, uuid: uuid))
+        self.system = SystemValues(now: now, uuid: uuid, region: Region(calendar: calendar, locale: locale, timeZone: timeZone))
     }
 
     /// The signed-in user, or `nil` when logged out.
@@ -105,30 +114,64 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     public var isLoggedIn: Bool { session != nil }
 }
 
-/// The values of an environment that come from the system rather than the app.
-@usableFromInline
-struct SystemValues: Sendable {
-    @usableFromInline var now: @Sendable () -> Date
-    @usableFromInline var calendar: Calendar
-    @usableFromInline var locale: Locale
-    @usableFromInline var timeZone: TimeZone
-    @usableFromInline var uuid: @Sendable () -> UUID
+extension HabitatEnvironment {
+    /// Every stored property, each given: ``fieldwiseCopy`` goes through it, so a new stored
+    /// property must be added here (`EnvironmentTests.everyCopyKeepsEveryField` fails otherwise).
+    @inlinable
+    init(services: App.Services, session: UserSession<App.User>?, otherAccounts: [UserSession<App.User>], config: App.Config, system: SystemValues) {
+        self.services = services
+        self.session = session
+        self.otherAccounts = otherAccounts
+        self.config = config
+        self.system = system
+    }
+
+    /// A copy, made field by field.
+    ///
+    /// NB: a plain copy (`var copy = environment`) goes through the type's value witness, which
+    /// for a generic struct looks each field's type up at run time (about 300 instructions):
+    /// the compiler copies that way a struct holding an enum whose payload is over four words,
+    /// as `session` is. Field by field, every copy is specialised: a few retains.
+    @inlinable
+    var fieldwiseCopy: Self {
+        Self(services: services, session: session, otherAccounts: otherAccounts, config: config, system: system)
+    }
 }
 
-/// An immutable value shared by reference: copies retain one object.
+/// The values of an environment that come from the system rather than the app, shared by
+/// reference: an environment's copies retain one object, and setting a value makes a new one.
+///
+/// NB: classes of their own, not a generic box: a generic class's `deinit` destroys its value
+/// through run-time type metadata, which was half of what a server's per-request clock cost.
+/// The region's three values are shared once more, apart from the clock and the UUIDs: a
+/// server sets the clock per request, and copying and later freeing a calendar, a locale and a
+/// time zone (each through Foundation's value witnesses) was most of the rest.
 @usableFromInline
-final class Shared<Value: Sendable>: Sendable {
-    @usableFromInline let value: Value
+final class SystemValues: Sendable {
+    @usableFromInline let now: @Sendable () -> Date
+    @usableFromInline let uuid: @Sendable () -> UUID
+    @usableFromInline let region: Region
 
     @inlinable
-    init(_ value: Value) { self.value = value }
+    init(now: @escaping @Sendable () -> Date, uuid: @escaping @Sendable () -> UUID, region: Region) {
+        self.now = now
+        self.uuid = uuid
+        self.region = region
+    }
+}
 
-    /// A new object holding a copy of the value, changed by `change`.
+/// The calendar, locale and time zone of an environment.
+@usableFromInline
+final class Region: Sendable {
+    @usableFromInline let calendar: Calendar
+    @usableFromInline let locale: Locale
+    @usableFromInline let timeZone: TimeZone
+
     @inlinable
-    func with(_ change: (inout Value) -> Void) -> Shared<Value> {
-        var value = value
-        change(&value)
-        return Shared(value)
+    init(calendar: Calendar, locale: Locale, timeZone: TimeZone) {
+        self.calendar = calendar
+        self.locale = locale
+        self.timeZone = timeZone
     }
 }
 

@@ -32,8 +32,9 @@ import Testing
         #expect(german.config == env.config)
     }
 
-    /// The five system values live in one object that copies share: setting one on a copy
-    /// must leave the original, and the copy's other four, as they were.
+    /// The five system values live in objects that copies share (the clock and UUIDs in one,
+    /// the calendar, locale and time zone in another): setting one on a copy must leave the
+    /// original, and the copy's other four, as they were.
     @Test func settingASystemValueOnACopyLeavesTheOriginal() {
         let original = makeEnvironment()
         var copy = original
@@ -52,6 +53,40 @@ import Testing
         #expect(copy.calendar.identifier == .buddhist)
         #expect(copy.timeZone.identifier == "Asia/Tokyo")
         #expect(copy.locale.identifier == "en_US_POSIX")
+    }
+
+    /// Scopes and writes copy the environment field by field (a specialised copy, see
+    /// `fieldwiseCopy`); a field that copy forgot would come out reset. Every way in keeps all
+    /// of them.
+    @Test func everyCopyKeepsEveryField() async throws {
+        let id = UUID()
+        var base = makeEnvironment("kept")
+        base.setSession(user: .ada, token: AuthToken("t-ada", expiresAt: fixedDate))
+        base.otherAccounts = [UserSession(user: .grace, token: AuthToken("t-grace"))]
+        base.config = TestConfig(timeout: 7, features: ["beta"])
+        base.uuid = { id }
+        base.calendar = Calendar(identifier: .buddhist)
+        base.locale = Locale(identifier: "de_DE")
+        base.timeZone = TimeZone(identifier: "Asia/Tokyo")!
+        func expectAll(_ env: TestEnvironment, _ way: String) {
+            #expect(env.session == base.session, "\(way)")
+            #expect(env.otherAccounts == base.otherAccounts, "\(way)")
+            #expect(env.config == base.config, "\(way)")
+            #expect(env.services.label == "kept" && env.services.userName == "Ada", "\(way)")
+            #expect(env.now() == fixedDate && env.uuid() == id, "\(way)")
+            #expect(env.calendar.identifier == .buddhist, "\(way)")
+            #expect(env.locale.identifier == "de_DE" && env.timeZone.identifier == "Asia/Tokyo", "\(way)")
+        }
+        let stack = EnvironmentStack(base)
+        stack.withEnvironment({ _ in }) { expectAll(stack.current, "a scope changing nothing") }
+        stack.withEnvironment(base) { expectAll(stack.current, "a scope from a whole environment") }
+        await stack.withEnvironment({ _ in }) { expectAll(stack.current, "an async scope") }
+        await stack.withEnvironment(base) { expectAll(stack.current, "an async scope from a whole environment") }
+        stack.push { _ in }
+        expectAll(stack.current, "a push changing nothing")
+        stack.updateConfig { _ in }
+        expectAll(stack.current, "an update changing nothing")
+        expectAll(try #require(stack.pop()), "the popped frame")
     }
 
     @Test func overTransformsOneField() {

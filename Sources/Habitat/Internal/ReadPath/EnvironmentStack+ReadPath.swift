@@ -55,6 +55,14 @@ extension EnvironmentStack {
         }
     }
 
+    /// A copy of ``current``, made field by field (see `HabitatEnvironment.fieldwiseCopy`).
+    @inlinable
+    func currentCopy() -> HabitatEnvironment<App> {
+        let (frame, slot) = beginRead()
+        defer { slot.pointee.endBorrow() }
+        return frame._withUnsafeGuaranteedRef { $0.environmentAddress.pointee.fieldwiseCopy }
+    }
+
     /// Begins a read of the calling task's top frame: the thread's reader slot holds the frame
     /// and counts the borrow, which keeps it alive until `slot.pointee.endBorrow()`.
     @inlinable

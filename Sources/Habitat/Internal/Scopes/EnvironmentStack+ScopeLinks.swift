@@ -38,16 +38,14 @@ extension EnvironmentStack {
     /// a scope that leaves nothing behind hands its state back to `scopePool` instead.
     @inlinable
     func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) -> StackState<App> {
-        let next = Scopes.innermostLink
-        let state: StackState<App>
-        if let pooled = scopePool.withLock({ $0.popLast() }) {
-            pooled.reuse(base: environment, origin: origin)
-            state = pooled
-        } else {
-            state = StackState(stackID: id, base: environment, origin: origin, liveScopes: liveScopes)
+        guard let pooled = scopePool.withLock({ $0.popLast() }) else {
+            let state = StackState(stackID: id, base: environment, origin: origin, liveScopes: liveScopes)
+            state.relink(to: Scopes.innermostLink)
+            return state
         }
-        state.relink(to: next)
-        return state
+        pooled.reuse(base: environment, origin: origin)
+        pooled.relink(to: Scopes.innermostLink)
+        return pooled
     }
 
     /// Ends a scope: when nothing outlives it (no task started in it still runs), its state

@@ -96,7 +96,7 @@ extension StackState {
     @inlinable
     func subscribe(
         bufferingPolicy: AsyncStream<EnvironmentChange<App>>.Continuation.BufferingPolicy = .unbounded
-    ) -> (stream: AsyncStream<EnvironmentChange<App>>, finish: @Sendable () -> Void) {
+    ) -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
         let (stream, continuation) = AsyncStream.makeStream(of: EnvironmentChange<App>.self, bufferingPolicy: bufferingPolicy)
         let id = withGuarded { guarded in
             if guarded.feed.delivery == nil { guarded.feed.delivery = Lock() }
@@ -111,7 +111,6 @@ extension StackState {
 
     @inlinable
     func unsubscribe(_ id: UInt64) {
-        let continuation = withGuarded { $0.feed.remove(id) }
-        _ = continuation  // released after the lock
+        _ = withGuarded { $0.feed.remove(id) }  // the continuation is released after the lock
     }
 }

@@ -36,7 +36,7 @@ extension StackState {
             // `nil` when `change` declined. The frame copied stays alive until the commit
             // compares it with the top (see `withTopFrame`).
             let outcome = try withTopFrame { (source) throws(E) -> (new: Frame<App>, committed: Bool)? in
-                var copy = source.environment
+                var copy = source.environment.fieldwiseCopy
                 guard try change(&copy) else { return nil }
                 let new = Self.frame(consume copy, origin: origin, reusing: spare.take())
                 let committed = withGuarded { guarded in
