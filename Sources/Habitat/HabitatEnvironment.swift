@@ -41,40 +41,31 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     @inlinable
     public var now: @Sendable () -> Date {
         get { system.now }
-        set { system = SystemValues(now: newValue, uuid: system.uuid, region: system.region) }
+        set { system = system.with(now: newValue) }
     }
     /// The calendar for date arithmetic.
     @inlinable
     public var calendar: Calendar {
         get { system.region.calendar }
-        set {
-            let region = system.region
-            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: newValue, locale: region.locale, timeZone: region.timeZone))
-        }
+        set { system = system.with(calendar: newValue) }
     }
     /// The locale for formatting and language.
     @inlinable
     public var locale: Locale {
         get { system.region.locale }
-        set {
-            let region = system.region
-            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: region.calendar, locale: newValue, timeZone: region.timeZone))
-        }
+        set { system = system.with(locale: newValue) }
     }
     /// The time zone for displaying dates.
     @inlinable
     public var timeZone: TimeZone {
         get { system.region.timeZone }
-        set {
-            let region = system.region
-            system = SystemValues(now: system.now, uuid: system.uuid, region: Region(calendar: region.calendar, locale: region.locale, timeZone: newValue))
-        }
+        set { system = system.with(timeZone: newValue) }
     }
     /// Returns a new UUID. Replace it to make identifiers predictable in tests.
     @inlinable
     public var uuid: @Sendable () -> UUID {
         get { system.uuid }
-        set { system = SystemValues(now: system.now, uuid: newValue, region: system.region) }
+        set { system = system.with(uuid: newValue) }
     }
 
     /// Creates an environment.
@@ -157,6 +148,22 @@ final class SystemValues: Sendable {
         self.now = now
         self.uuid = uuid
         self.region = region
+    }
+    /// A new object with the values given changed and the others kept; the region is shared
+    /// unless one of its values changes.
+    @inlinable
+    func with(
+        now: (@Sendable () -> Date)? = nil,
+        uuid: (@Sendable () -> UUID)? = nil,
+        calendar: Calendar? = nil,
+        locale: Locale? = nil,
+        timeZone: TimeZone? = nil
+    ) -> SystemValues {
+        var region = self.region
+        if calendar != nil || locale != nil || timeZone != nil {
+            region = Region(calendar: calendar ?? region.calendar, locale: locale ?? region.locale, timeZone: timeZone ?? region.timeZone)
+        }
+        return SystemValues(now: now ?? self.now, uuid: uuid ?? self.uuid, region: region)
     }
 }
 

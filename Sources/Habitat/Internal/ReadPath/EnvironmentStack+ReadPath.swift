@@ -56,6 +56,9 @@ extension EnvironmentStack {
     }
 
     /// A copy of ``current``, made field by field (see `HabitatEnvironment.fieldwiseCopy`).
+    ///
+    /// NB: not `current.fieldwiseCopy`: through the `_read` accessor the compiler copied the
+    /// result once more, whole (scope enter + leave 3,178 instructions against 2,537).
     @inlinable
     func currentCopy() -> HabitatEnvironment<App> {
         let (frame, slot) = beginRead()
