@@ -33,6 +33,13 @@ func appTimeout() -> Int { composed.current.services.feature.timeout }
 /// The request ID in the trace context, as HabitatHummingbird's `RequestID.Key`.
 enum BenchRequestIDKey: ServiceContextKey { typealias Value = Int }
 
+/// Opens `depth` scopes one inside the other, reads in the innermost, then ends them all: what a
+/// server's event loops do, starting a batch of requests before any of them ends.
+func nestScopes(_ depth: Int) {
+    guard depth > 0 else { return sink(stack.current.config.timeout) }
+    stack.withEnvironment({ $0.config.timeout = depth }) { nestScopes(depth - 1) }
+}
+
 /// A lazy service, built before the loop for the published-read row.
 struct LazyHolder: Sendable { @LazyService var config: BenchConfig }
 let builtLazy = LazyHolder(config: BenchConfig())
@@ -65,6 +72,10 @@ let operations: [String: @Sendable (Int) -> Void] = [
         for index in 0..<count {
             stack.withEnvironment({ $0.config.timeout = index }) { sink(stack.current.config.timeout) }
         }
+    },
+    "scope-burst": { count in
+        // Per scope: `count` scopes, in bursts of 64 open at once.
+        for _ in 0..<count / 64 { nestScopes(64) }
     },
     "scope-swift-dependencies": { count in
         let reader = DependencyReader()

@@ -20,17 +20,20 @@ struct ReaderSlot {
     @inlinable
     var address: UInt64 { UInt64(UInt(bitPattern: frame)) }
 
-    /// Makes `frame` this thread's cached frame.
+    /// Makes `frame` this thread's cached frame. (It may be the one cached now: the caller's
+    /// reference keeps it alive while the slot lets go of its own.)
     @usableFromInline
     mutating func replace(with frame: AnyObject) {
-        let previous = self.frame
+        letGo()
         self.frame = Unmanaged.passRetained(frame).toOpaque()
-        guard let previous else { return }
-        if borrows > 0 {
-            retired.append(Unmanaged.fromOpaque(previous))
-        } else {
-            Unmanaged<AnyObject>.fromOpaque(previous).release()
-        }
+    }
+
+    /// Lets go of the cached frame, or parks it in `retired` while a borrow is in progress.
+    @usableFromInline
+    mutating func letGo() {
+        guard let frame else { return }
+        self.frame = nil
+        if borrows > 0 { retired.append(Unmanaged.fromOpaque(frame)) } else { Unmanaged<AnyObject>.fromOpaque(frame).release() }
     }
 
     /// Ends a borrow begun with `borrows &+= 1`.

@@ -10,7 +10,7 @@ extension StackState {
             precondition(condition, "Habitat invariant broken: \(message)")
         }
         check(published.load(ordering: .acquiring) == guarded.top.address, "the published address names the top frame")
-        check(!guarded.top.isEmpty, "the top frame holds an environment")
+        check(!guarded.top.isEmpty || !guarded.counted && liveScopes != nil, "the top frame holds an environment (but a pooled scope's)")
         check(guarded.below.allSatisfy { !$0.isEmpty && $0 !== guarded.top }, "every frame below holds an environment")
         let live = liveScopes?.load(ordering: .acquiring) ?? 0
         check(live < 1 << 62, "the live-scope count never goes below zero")

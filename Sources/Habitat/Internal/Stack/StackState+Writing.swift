@@ -51,10 +51,7 @@ extension StackState {
                 return (new, committed)
             }
             guard let (new, committed) = outcome else { return false }
-            guard committed else {
-                discard(new)
-                continue
-            }
+            guard committed else { discard(new); continue }
             if let delivery { deliverChanges(holding: delivery) }
             if let old = released.take() {
                 moveReaderSlot(from: old, to: new)
