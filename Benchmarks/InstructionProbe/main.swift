@@ -242,16 +242,57 @@ let operations: [String: @Sendable (Int) -> Void] = [
     },
 ]
 
+/// The per-request rows again, through the asynchronous scopes a server's middleware enters
+/// (`await withEnvironment { ... } operation: { try await next(...) }`).
+let asyncOperations: [String: @Sendable (Int) async -> Void] = [
+    "request-async": { count in
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            await stack.withEnvironment({
+                $0.setSession(user: user, token: AuthToken(token))
+                $0.now = { started }
+            }) {
+                await asyncSink(stack.current.currentUser?.id ?? 0)
+                sink(stack.current.session?.token.secret.utf8.count ?? 0)
+                sink(Int(stack.current.now().timeIntervalSince1970))
+            }
+        }
+    },
+    "request-tasklocal-async": { count in
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            await RequestLocal.$state.withValue(RequestState(user: user, token: token, started: Date(timeIntervalSince1970: Double(index)))) {
+                await asyncSink(RequestLocal.state?.user.id ?? 0)
+                sink(RequestLocal.state?.token.utf8.count ?? 0)
+                sink(Int(RequestLocal.state?.started.timeIntervalSince1970 ?? 0))
+            }
+        }
+    },
+]
+
+/// An `async` function that doesn't suspend, so the rows' operations are asynchronous closures.
+@inline(never)
+func asyncSink(_ value: Int) async { sink(value) }
+
 let arguments = CommandLine.arguments
-guard arguments.count == 3, let operation = operations[arguments[1]], let count = Int(arguments[2]) else {
-    print("usage: habitat-instruction-probe (\(operations.keys.sorted().joined(separator: " | "))) COUNT")
+let names = (Array(operations.keys) + Array(asyncOperations.keys)).sorted()
+guard arguments.count == 3, names.contains(arguments[1]), let count = Int(arguments[2]) else {
+    print("usage: habitat-instruction-probe (\(names.joined(separator: " | "))) COUNT")
     exit(2)
 }
 // NB: the per-request rows run inside a task, as a server's handlers do: outside one, every
 // task-local binding also allocates and frees its record, and the bare task-local row alone
 // paid the main actor's executor check (top-level code is main-actor code). The task's start
 // is paid once per run and cancels out between the N and 2N runs.
-if arguments[1].hasPrefix("request") {
+if let operation = asyncOperations[arguments[1]] {
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        await operation(count)
+        done.signal()
+    }
+    done.wait()
+} else if arguments[1].hasPrefix("request"), let operation = operations[arguments[1]] {
     let done = DispatchSemaphore(value: 0)
     Task.detached {
         operation(count)
@@ -259,5 +300,5 @@ if arguments[1].hasPrefix("request") {
     }
     done.wait()
 } else {
-    operation(count)
+    operations[arguments[1]]!(count)
 }

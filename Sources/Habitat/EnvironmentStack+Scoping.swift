@@ -95,7 +95,7 @@ extension EnvironmentStack {
         line: UInt = #line,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        var environment = current
+        var environment = currentCopy()
         await change(&environment)
         let origin = FrameOrigin(.scope, fileID: fileID, line: line)
         return try await withScope(makeScope(consume environment, origin: origin), isolation: isolation, operation: operation)
