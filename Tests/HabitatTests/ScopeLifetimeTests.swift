@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Testing
 
@@ -52,6 +53,42 @@ import Testing
             }
         }
         #expect(watch.alive == 0, "the pooled state still holds the scope's environment")
+    }
+
+    /// Two child tasks read the scope on two threads (each waits, briefly, until the other has
+    /// read), whose reader slots then hold its top frame; the environment goes when the scope
+    /// ends all the same, and the threads let go of the emptied frame when they next read.
+    @Test func aScopesEnvironmentIsReleasedWhenOtherThreadsReadIt() async {
+        let stack = makeStack()
+        let watch = Watch()
+        for round in 0..<10 {
+            do {
+                let held = Held(Double(round))
+                watch.watch(held)
+                await stack.withEnvironment({ $0.now = { held.date } }) {
+                    let (first, second) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+                    async let a: Date = {
+                        let date = stack.current.now()
+                        first.signal()
+                        _ = second.wait(timeout: .now() + 5)
+                        return date
+                    }()
+                    async let b: Date = {
+                        _ = first.wait(timeout: .now() + 5)
+                        defer { second.signal() }
+                        return stack.current.now()
+                    }()
+                    #expect(await [a, b] == [held.date, held.date])
+                }
+            }
+            #expect(watch.alive == 0, "round \(round): a thread's reader slot kept the scope's environment")
+            // NB: the next round's scope starts while the other thread's slot may still hold the
+            // emptied frame: it gets a new frame, and that thread frees the old one at its next
+            // read, in the next round.
+        }
+        async let a = stack.current.now()
+        async let b = stack.current.now()
+        #expect(await [a, b] == [fixedDate, fixedDate])
     }
 
     /// A server starts a batch of requests before any ends: every one of the states goes back

@@ -5,7 +5,10 @@
 /// is current. Readers only read a frame's environment, in place. The writes after creation
 /// are ``takeEnvironment()`` and ``refill(_:origin:)``, which a state makes under its lock on a
 /// frame off its stack that nothing else references (`isKnownUniquelyReferenced`), so no
-/// reader can see them.
+/// reader can see them; and a retiring scope state empties its top, which reader slots may
+/// still hold but no reader can reach: no task is in the scope any more, the state is bound to
+/// no task until its next scope publishes a new top (or refills this one, once no slot holds
+/// it), and a slot reads a frame only while a bound state publishes that frame's address.
 ///
 /// NB: the environment stays a plain struct, boxed once per push, because reads are the hot
 /// path: with a copy-on-write environment every field read retained the box, a write to

@@ -20,20 +20,17 @@ struct ReaderSlot {
     @inlinable
     var address: UInt64 { UInt64(UInt(bitPattern: frame)) }
 
-    /// Makes `frame` this thread's cached frame. (It may be the one cached now: the caller's
-    /// reference keeps it alive while the slot lets go of its own.)
+    /// Makes `frame` this thread's cached frame.
     @usableFromInline
     mutating func replace(with frame: AnyObject) {
-        letGo()
+        let previous = self.frame
         self.frame = Unmanaged.passRetained(frame).toOpaque()
-    }
-
-    /// Lets go of the cached frame, or parks it in `retired` while a borrow is in progress.
-    @usableFromInline
-    mutating func letGo() {
-        guard let frame else { return }
-        self.frame = nil
-        if borrows > 0 { retired.append(Unmanaged.fromOpaque(frame)) } else { Unmanaged<AnyObject>.fromOpaque(frame).release() }
+        guard let previous else { return }
+        if borrows > 0 {
+            retired.append(Unmanaged.fromOpaque(previous))
+        } else {
+            Unmanaged<AnyObject>.fromOpaque(previous).release()
+        }
     }
 
     /// Ends a borrow begun with `borrows &+= 1`.

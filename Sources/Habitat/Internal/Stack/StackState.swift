@@ -108,9 +108,9 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
         var base = Optional(base)
         var origin = Optional(origin)
         withGuarded { guarded in
-            // `retire` emptied the top, unless a thread's reader slot held it too: then that
-            // slot frees it, and the base is a new frame.
-            let empty = isKnownUniquelyReferenced(&guarded.top) && guarded.top.isEmpty ? guarded.top : nil
+            // `retire` emptied the top; while a thread's reader slot still holds it, the base is
+            // a new frame and the slot frees the old one.
+            let empty = isKnownUniquelyReferenced(&guarded.top) ? guarded.top : nil
             guarded.top = Self.frame(base.take()!, origin: origin.take()!, reusing: empty)
             published.store(guarded.top.address, ordering: .releasing)
             liveScopes?.wrappingAdd(1, ordering: .acquiringAndReleasing)
@@ -123,16 +123,15 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     /// alive) and finishes the change streams. Only on a state nothing but the caller references.
     @inlinable
     func retire() {
-        // The ending thread's slot holds the top if the scope read it.
-        let slot = currentReaderSlot()
-        if slot.pointee.address == published.load(ordering: .acquiring) { slot.pointee.letGo() }
         let (below, subscribers, counted) = withGuarded { guarded in
             // NB: most scopes push nothing and have no subscribers; leaving their empty arrays
             // alone allocates nothing.
             var below: [Frame<App>] = []
             if !guarded.below.isEmpty { swap(&below, &guarded.below) }
-            // Another thread's slot may hold the top too; then that slot frees it.
-            if isKnownUniquelyReferenced(&guarded.top) { _ = guarded.top.takeEnvironment() }
+            // NB: reader slots may still hold the top (the threads that read in the scope), but
+            // no task is in the scope any more to read it: a slot only compares the frame's
+            // address and lets go of it (see `Frame`).
+            _ = guarded.top.takeEnvironment()
             defer { guarded.counted = false }
             return (below, guarded.feed.reset(), guarded.counted)
         }
