@@ -80,8 +80,15 @@ import Testing
         let stack = EnvironmentStack(base)
         stack.withEnvironment({ _ in }) { expectAll(stack.current, "a scope changing nothing") }
         stack.withEnvironment(base) { expectAll(stack.current, "a scope from a whole environment") }
-        await stack.withEnvironment({ _ in }) { expectAll(stack.current, "an async scope") }
-        await stack.withEnvironment(base) { expectAll(stack.current, "an async scope from a whole environment") }
+        // NB: the operations await, or these would be the synchronous forms again.
+        await stack.withEnvironment({ _ in await Task.yield() }) {
+            await Task.yield()
+            expectAll(stack.current, "an async scope")
+        }
+        await stack.withEnvironment(base) {
+            await Task.yield()
+            expectAll(stack.current, "an async scope from a whole environment")
+        }
         stack.push { _ in }
         expectAll(stack.current, "a push changing nothing")
         stack.updateConfig { _ in }
