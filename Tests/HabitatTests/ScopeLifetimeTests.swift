@@ -15,10 +15,11 @@ import Testing
 
     /// Weak references to the objects a test's scopes held.
     final class Watch: @unchecked Sendable {
-        // Safe: used by one task at a time (the test, and the scopes it runs in turn).
+        // Safe: `references` is only touched with `lock` held.
+        private let lock = NSLock()
         private var references: [() -> AnyObject?] = []
-        func watch(_ object: AnyObject) { references.append { [weak object] in object } }
-        var alive: Int { references.filter { $0() != nil }.count }
+        func watch(_ object: AnyObject) { lock.withLock { references.append { [weak object] in object } } }
+        var alive: Int { lock.withLock { references.filter { $0() != nil }.count } }
     }
 
     @Test func aScopesEnvironmentIsReleasedWhenTheScopeEnds() {
