@@ -194,7 +194,12 @@ import Darwin
         live.executableURL = URL(fileURLWithPath: "/bin/sleep")
         live.arguments = ["30"]
         try live.run()
-        defer { live.terminate() }
+        defer {
+            // NB: SIGKILL and a wait: under `swift test` the child ignored `terminate()`'s SIGTERM
+            // and outlived the run by 30 seconds.
+            _ = kill(live.processIdentifier, SIGKILL)
+            live.waitUntilExit()
+        }
         let secretsDirectory = directory.file("secrets")
         try FileManager.default.createDirectory(at: secretsDirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let stale = [directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2")]

@@ -182,13 +182,18 @@ import Darwin
         }
     }
 
-    /// Two processes write different keys to one file at once, 1,000 each: no key is lost.
+    /// Two processes write different keys to one file at once, 300 each: no key is lost.
+    ///
+    /// NB: every write rewrites the whole document, so the test's cost grows with the square of
+    /// the count: 1,000 each took 38 s of CPU here and 76 s under the thread sanitizer, a tenth of
+    /// CI's test time, for the same property (each of the 600 writes contends with the other
+    /// process's).
     @Test(.enabled(if: canRunFixtures))
     func twoProcessesNeverLoseEachOthersKeys() throws {
         let directory = try TemporaryDirectory()
         let file = directory.file("shared.json")
         let writers = try ["left", "right"].map { prefix in
-            let process = storeWorker("write-keys", file.path, prefix, "1000")
+            let process = storeWorker("write-keys", file.path, prefix, "300")
             try process.run()
             return process
         }
@@ -197,8 +202,8 @@ import Darwin
             #expect(writer.terminationStatus == 0)
         }
         let keys = Set(try JSONFileStore(url: file).keys())
-        #expect(keys.count == 2000)
-        for index in [0, 499, 999] {
+        #expect(keys.count == 600)
+        for index in [0, 149, 299] {
             #expect(keys.contains("left-\(index)"))
             #expect(keys.contains("right-\(index)"))
         }
