@@ -40,6 +40,40 @@ func nestScopes(_ depth: Int) {
     stack.withEnvironment({ $0.config.timeout = depth }) { nestScopes(depth - 1) }
 }
 
+/// An app's world of the size apps have (the benchmark app's is two short strings, an `Int` and
+/// a dictionary): clients and closures for services, a user with an email, a signed-in session.
+final class RichClient: Sendable { let baseURL = "https://api.example.com" }
+struct RichServices: Sendable {
+    var api = RichClient()
+    var images = RichClient()
+    var fetchProfile: @Sendable (Int) -> String = { "member \($0)" }
+    var track: @Sendable (String) -> Void = { _ in }
+    var isEnabled: @Sendable (String) -> Bool = { _ in false }
+    var log: @Sendable (String) -> Void = { _ in }
+}
+struct RichUser: Codable, Sendable, Identifiable { var id: Int; var name: String; var email: String }
+struct RichConfig: Codable, Sendable {
+    var timeout = 30
+    var baseURL = "https://api.example.com/v2"
+    var flags: [String: Bool] = [:]
+}
+enum RichApp: EnvironmentSchema {
+    typealias Services = RichServices
+    typealias User = RichUser
+    typealias Config = RichConfig
+}
+let rich: EnvironmentStack<RichApp> = {
+    let stack = EnvironmentStack<RichApp>(HabitatEnvironment(services: RichServices(), config: RichConfig()))
+    stack.login(user: RichUser(id: 1, name: "Ada Lovelace", email: "ada@example.com"), token: AuthToken("token-of-ada"))
+    return stack
+}()
+/// The same-work floor of the rich scope row: the environment in a box bound to a bare task-local.
+final class RichBox: Sendable {
+    let environment: HabitatEnvironment<RichApp>
+    init(_ environment: HabitatEnvironment<RichApp>) { self.environment = environment }
+}
+enum RichLocal { @TaskLocal static var box = RichBox(rich.current) }
+
 /// A lazy service, built before the loop for the published-read row.
 struct LazyHolder: Sendable { @LazyService var config: BenchConfig }
 let builtLazy = LazyHolder(config: BenchConfig())
@@ -94,6 +128,33 @@ let operations: [String: @Sendable (Int) -> Void] = [
             var environment = BareTaskLocal.box.environment
             environment.config.timeout = index
             BareTaskLocal.$box.withValue(EnvironmentBox(environment)) { sink(BareTaskLocal.box.environment.config.timeout) }
+        }
+    },
+    "scope-rich": { count in
+        for index in 0..<count {
+            rich.withEnvironment({ $0.config.timeout = index }) { sink(rich.current.config.timeout) }
+        }
+    },
+    "scope-rich-tasklocal-copy-box": { count in
+        for index in 0..<count {
+            var environment = RichLocal.box.environment
+            environment.config.timeout = index
+            RichLocal.$box.withValue(RichBox(environment)) { sink(RichLocal.box.environment.config.timeout) }
+        }
+    },
+    "push-pop-rich": { count in
+        for index in 0..<count {
+            rich.push { $0.config.timeout = index }
+            sink(rich.pop())
+        }
+    },
+    "push-pop-rich-floor": { count in
+        var frames = [rich.current]
+        for index in 0..<count {
+            var copy = frames[frames.count - 1]
+            copy.config.timeout = index
+            frames.append(copy)
+            sink(frames.removeLast())
         }
     },
     "push-pop": { count in
@@ -163,6 +224,21 @@ let operations: [String: @Sendable (Int) -> Void] = [
                 sink(stack.current.currentUser?.id ?? 0)
                 sink(stack.current.session?.token.secret.utf8.count ?? 0)
                 sink(Int(stack.current.now().timeIntervalSince1970))
+            }
+        }
+    },
+    "request-rich": { count in
+        // The request row in an app-sized environment (`RichApp`).
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            rich.withEnvironment({
+                $0.setSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
+                $0.now = { started }
+            }) {
+                sink(rich.current.currentUser?.id ?? 0)
+                sink(rich.current.session?.token.secret.utf8.count ?? 0)
+                sink(Int(rich.current.now().timeIntervalSince1970))
             }
         }
     },
