@@ -195,8 +195,8 @@ import Darwin
         live.arguments = ["30"]
         try live.run()
         defer {
-            // NB: SIGKILL and a wait: under `swift test` the child ignored `terminate()`'s SIGTERM
-            // and outlived the run by 30 seconds.
+            // NB: SIGKILL and a wait: under `swift test` the child outlived `terminate()` and kept
+            // the run from ending for 30 seconds.
             _ = kill(live.processIdentifier, SIGKILL)
             live.waitUntilExit()
         }
