@@ -103,9 +103,8 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
                 for waiter in waiters { waiter.resume() }
                 return
             }
-            guard let environment = next.read() else { continue }
             do throws(SnapshotError) {
-                try save(environment, to: next.sessions, adopt: next.adopt)
+                try save(next.read, to: next.sessions, adopt: next.adopt)
                 lock.withLock { failure = nil }
             } catch {
                 lock.withLock { failure = error }
@@ -114,14 +113,22 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         }
     }
 
-    /// Saves `environment` knowing what the stack last saw of the store; a save the store has
-    /// moved past hands the stored session to `adopt` instead.
+    /// Saves the environment `read` returns (nothing when it returns `nil`) knowing what the stack
+    /// last saw of the store; a save the store has moved past hands the stored session to `adopt`
+    /// instead.
     func save(
-        _ environment: HabitatEnvironment<App>,
+        _ read: () -> HabitatEnvironment<App>?,
         to sessions: SessionStore<App>,
         adopt: (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
     ) throws(SnapshotError) {
-        switch try sessions.save(environment, known: knowledge) {
+        // NB: the knowledge first, then the environment. The follower records what it saw of the
+        // store before it adopts that into the stack, so an environment read after the knowledge
+        // is never older than it. Read the other way round, a follower adopting a refresh from
+        // another process in between made an old token look current, and the save wrote it back
+        // over the refresh (seen once in CI: AccountProcessTests, under the thread sanitizer).
+        let known = knowledge
+        guard let environment = read() else { return }
+        switch try sessions.save(environment, known: known) {
         case .saved(let now):
             if let now { knowledge = now }
         case .adopted(let stored, let others, let now):

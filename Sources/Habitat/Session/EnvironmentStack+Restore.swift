@@ -6,7 +6,7 @@ extension EnvironmentStack {
     /// - Parameter sessions: Where to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
     public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
-        try autosave.save(current, to: sessions) { stored, others, replacing in adoptStoredSession(stored, others: others, replacing: replacing) }
+        try autosave.save({ current }, to: sessions) { stored, others, replacing in adoptStoredSession(stored, others: others, replacing: replacing) }
     }
 
     /// Restores a saved session and configuration into the current environment.
