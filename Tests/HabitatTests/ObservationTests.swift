@@ -11,10 +11,15 @@ import Testing
 @Suite struct ObservationTests {
     /// Waits until `read`'s observation fires after `change`, or `limit` passes; returns whether
     /// it fired. The limit only keeps a broken build from hanging: nothing is timed.
+    ///
+    /// NB: 10 s was once not enough in CI: the suite shares the cooperative pool's two threads
+    /// there, and process tests that wait in them synchronously held both for over 100 s.
+    /// (Waiting off the pool instead let every process test run at once, and the thread
+    /// sanitizer's run took half as long again, with time limits exceeded.)
     private func observer<T>(
         of read: @escaping @MainActor () -> T,
         isToldOf change: () throws -> Void,
-        limit: Duration = .seconds(10)
+        limit: Duration = .seconds(120)
     ) async rethrows -> Bool {
         let (told, tell) = AsyncStream<Void>.makeStream()
         withObservationTracking { _ = read() } onChange: { tell.yield() }
@@ -81,7 +86,7 @@ import Testing
         withObservationTracking { _ = object.session } onChange: { tell.yield() }
         let outcome = await stack.refreshSession { _ in .refreshed(token: AuthToken("new")) }
         #expect(outcome == .refreshed)
-        #expect(await firstOf(told, orAfter: .seconds(10)))
+        #expect(await firstOf(told, orAfter: .seconds(120)))
         await settle(stack, object)
         #expect(object.session?.state == .authenticated)
         #expect(!object.isRestored)
