@@ -24,6 +24,8 @@ let package = Package(
         // The add-on that binds the environment, the logger and the trace context together.
         .package(path: "../../Integrations/HabitatHummingbird"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", exact: "2.28.1"),
+        // The purge of expired sessions runs as a service of the application.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         // The OpenAPI part: the runtime the committed generated code uses, and its Hummingbird
         // transport.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
@@ -37,6 +39,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Habitat", package: habitat),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HabitatHummingbird", package: "HabitatHummingbird"),
                 .product(name: "HabitatSessions", package: "HabitatHummingbird"),
                 .product(name: "HabitatPostgres", package: "HabitatHummingbird"),

@@ -2,6 +2,9 @@ public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
+import HabitatSessions
+import Logging
+import ServiceLifecycle
 
 // What the fleet shares: every instance reads and writes a member's session in one backend
 // (`--backend memory|postgres`), so a member signed in on one instance is known to all, a
@@ -79,5 +82,20 @@ public struct UpstreamClient: Sendable {
         return UpstreamToken(
             accessToken: answer.access_token, refreshToken: answer.refresh_token, expiresAt: Date().addingTimeInterval(answer.expires_in)
         )
+    }
+}
+
+/// Purges the fleet's expired sessions every `interval` while the server runs: a session
+/// expires unseen when its member never comes back, and the backend would keep it otherwise.
+/// Every instance runs one; a purge is one statement.
+struct SessionPurge: Service {
+    let sessions: ServerSessions<MemberSession>
+    let interval: Duration
+    let logger: Logger
+
+    func run() async {
+        await cancelWhenGracefulShutdown {
+            await sessions.purgeExpired(every: interval) { logger.warning("purging expired sessions failed: \($0)") }
+        }
     }
 }

@@ -185,9 +185,12 @@ public enum BackendChoice: Sendable, Equatable {
     case postgres(url: String)
 }
 
+/// How often each instance purges the fleet's expired sessions.
+public let sessionPurgeInterval = Duration.seconds(600)
+
 /// The server: the app and the load route of `variant`, on `host`:`port`, its sessions in
-/// `backend`, its members' upstream tokens refreshed at `upstream` (under fleet-wide leases of
-/// `refreshLease`).
+/// `backend` (purged of expired ones every `sessionPurgeInterval`), its members' upstream
+/// tokens refreshed at `upstream` (under fleet-wide leases of `refreshLease`).
 public func buildApplication(
     variant: Variant = .habitat,
     host: String = "127.0.0.1",
@@ -215,6 +218,8 @@ public func buildApplication(
         router: try buildLoadRouter(variant: variant),
         configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")
     )
+    let services = appEnvironment.current.services
+    app.addServices(SessionPurge(sessions: services.sessions, interval: sessionPurgeInterval, logger: services.logger))
     if let client {
         app.addServices(client)
         app.beforeServerStarts {

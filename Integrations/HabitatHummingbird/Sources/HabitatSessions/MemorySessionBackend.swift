@@ -4,6 +4,9 @@ public import Foundation
 ///
 /// It keeps the same promises as the database backend (versioned writes, leases with a
 /// deadline, expiry), on the process's monotonic clock; its sessions end with the process.
+/// An expired session is dropped when it is next asked for, or by ``purgeExpired()``: a
+/// long-running server runs ``ServerSessions/purgeExpired(every:onError:)`` beside it, or
+/// the sessions of members who never come back stay in memory.
 // Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
 // Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
 public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
@@ -78,6 +81,16 @@ public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
     public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
         try withState { state, _ in
             if state.leases[name]?.holder == holder { state.leases[name] = nil }
+        }
+    }
+
+    @discardableResult
+    public func purgeExpired() async throws(SessionBackendError) -> Int {
+        try withState { state, now in
+            state.leases = state.leases.filter { $0.value.deadline > now }
+            let before = state.sessions.count
+            state.sessions = state.sessions.filter { $0.value.expires > now }
+            return before - state.sessions.count
         }
     }
 }

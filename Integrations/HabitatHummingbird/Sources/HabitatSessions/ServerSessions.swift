@@ -97,6 +97,43 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         try await backend.remove(id: id)
     }
 
+    /// Deletes the expired sessions and lapsed leases the backend still keeps; returns how many
+    /// sessions went (see ``SessionBackend/purgeExpired()``).
+    @discardableResult
+    public func purgeExpired() async throws(SessionBackendError) -> Int {
+        try await backend.purgeExpired()
+    }
+
+    /// Purges expired sessions now and then every `interval`, until the calling task is
+    /// cancelled: run it beside the server, for as long as the server runs.
+    ///
+    /// Without it, a backend keeps every session that expired unread (members who never came
+    /// back): ``MemorySessionBackend`` in memory, `PostgresSessionBackend` in its table. In a
+    /// fleet, any number of instances may run it; each purge is one statement.
+    ///
+    /// ```swift
+    /// try await withThrowingTaskGroup(of: Void.self) { group in
+    ///     group.addTask { await sessions.purgeExpired(every: .seconds(600)) { logger.warning("purge: \($0)") } }
+    ///     group.addTask { try await app.runService() }
+    ///     try await group.next()
+    ///     group.cancelAll()
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - interval: The time between two purges.
+    ///   - onError: Told when a purge fails (the backend unavailable); the next one is tried
+    ///     at the next interval all the same.
+    public func purgeExpired(every interval: Duration, onError: (SessionBackendError) -> Void = { _ in }) async {
+        while !Task.isCancelled {
+            do throws(SessionBackendError) {
+                _ = try await backend.purgeExpired()
+            } catch {
+                onError(error)
+            }
+            do { try await Task.sleep(for: interval) } catch { return }
+        }
+    }
+
     /// Makes session `id` fresh, spending its upstream refresh token at most once across the
     /// fleet, however many requests on however many instances find it stale at once.
     ///

@@ -44,6 +44,22 @@ public protocol SessionBackend: Sendable {
 
     /// Ends `holder`'s lease `name`; does nothing when `holder` doesn't hold it (any more).
     func releaseLease(_ name: String, holder: String) async throws(SessionBackendError)
+
+    /// Deletes the sessions that have expired and the leases past their deadline; returns how
+    /// many sessions went.
+    ///
+    /// Expired sessions are invisible already: this reclaims the space of the ones nobody asks
+    /// for again (a member who never came back). ``ServerSessions/purgeExpired(every:onError:)``
+    /// calls it on a schedule.
+    ///
+    /// The default does nothing and returns 0, which is right for a store that drops expired
+    /// entries itself (a key-value store with time-to-live); a backend that keeps them must
+    /// implement it.
+    func purgeExpired() async throws(SessionBackendError) -> Int
+}
+
+extension SessionBackend {
+    public func purgeExpired() async throws(SessionBackendError) -> Int { 0 }
 }
 
 /// A session as a ``SessionBackend`` stores it.

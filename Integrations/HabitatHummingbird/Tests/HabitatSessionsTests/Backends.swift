@@ -3,6 +3,7 @@ import HabitatPostgres
 import HabitatSessions
 import Logging
 import PostgresNIO
+import Testing
 
 /// The backends every contract test runs on: memory always; PostgreSQL when
 /// `HABITAT_POSTGRES_URL` names a database (the server example's `fleet.sh` sets it, on a
@@ -63,4 +64,42 @@ final class Counter: @unchecked Sendable {
 
     func increment() { lock.withLock { count += 1 } }
     var value: Int { lock.withLock { count } }
+}
+
+/// A memory backend that counts its purges and fails every second one (the database away).
+struct PurgeProbe: SessionBackend {
+    let base = MemorySessionBackend()
+    let purges = Counter()
+
+    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        try await base.create(id: id, data: data, expiresIn: expiresIn)
+    }
+    func get(id: String) async throws(SessionBackendError) -> StoredSession? { try await base.get(id: id) }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
+    }
+    func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
+    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.acquireLease(name, holder: holder, duration: duration)
+    }
+    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
+        try await base.releaseLease(name, holder: holder)
+    }
+    func purgeExpired() async throws(SessionBackendError) -> Int {
+        purges.increment()
+        if purges.value.isMultiple(of: 2) { throw .unavailable("the probe's every second purge") }
+        return try await base.purgeExpired()
+    }
+}
+
+/// How many rows of `table` have `column` = `value`, expired or not, in a PostgreSQL backend.
+func storedRows(_ backend: any SessionBackend, _ table: String, _ column: String, _ value: String) async throws -> Int64 {
+    let client = try #require(backend as? PostgresSessionBackend).client
+    let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table) WHERE \(column) = $1", binds: {
+        var binds = PostgresBindings()
+        binds.append(value)
+        return binds
+    }()))
+    for try await row in rows { return try row.decode(Int64.self) }
+    return 0
 }

@@ -119,6 +119,50 @@ import Testing
             #expect(try await backend.acquireLease(name, holder: "c", duration: .seconds(10)))
         }
     }
+
+    @Test(arguments: Backend.available)
+    func aPurgeDeletesExpiredSessionsAndLapsedLeasesAndKeepsTheRest(_ kind: Backend) async throws {
+        try await kind.with { backend in
+            let expiring = try await backend.create(id: "expiring-\(UUID())", data: Data("a".utf8), expiresIn: .milliseconds(300))
+            let live = try await backend.create(id: "live-\(UUID())", data: Data("b".utf8), expiresIn: .seconds(60))
+            let (lapsing, held) = ("lease-\(UUID())", "lease-\(UUID())")
+            #expect(try await backend.acquireLease(lapsing, holder: "a", duration: .milliseconds(300)))
+            #expect(try await backend.acquireLease(held, holder: "a", duration: .seconds(60)))
+            try await Task.sleep(for: .milliseconds(600))
+
+            let purged = try await backend.purgeExpired()
+            #expect(try await backend.get(id: live.id)?.data == Data("b".utf8), "a live session stays")
+            #expect(try await !backend.acquireLease(held, holder: "b", duration: .seconds(10)), "a held lease stays")
+            switch kind {
+            case .memory:
+                #expect(purged == 1)
+                #expect(try await backend.purgeExpired() == 0, "the expired session was deleted, not only hidden")
+            case .postgres:
+                #expect(purged >= 1)   // other tests' expired sessions share the table
+                #expect(try await storedRows(backend, "habitat_sessions", "id", expiring.id) == 0)
+                #expect(try await storedRows(backend, "habitat_leases", "name", lapsing) == 0)
+                #expect(try await storedRows(backend, "habitat_leases", "name", held) == 1)
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aScheduledPurgeGoesOnThroughFailuresUntilItsTaskIsCancelled() async throws {
+        let backend = PurgeProbe()
+        let sessions = ServerSessions<Visits>(backend: backend)
+        _ = try await sessions.create(Visits(member: 1))
+        let errors = Counter()
+        let purging = Task { await sessions.purgeExpired(every: .milliseconds(10)) { _ in errors.increment() } }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while backend.purges.value < 6, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        purging.cancel()
+        await purging.value
+        let stopped = backend.purges.value
+        #expect(stopped >= 6, "it purged again and again")
+        #expect(errors.value >= 3, "each failed purge was reported, and the next one tried")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(backend.purges.value == stopped, "no purge once its task is cancelled")
+    }
 }
 
 /// Refreshes across the fleet: the upstream is asked once, whatever the number of callers.
