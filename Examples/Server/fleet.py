@@ -24,11 +24,17 @@ loopback only), a fake upstream token server, and three instances; runs the add-
 
 prints the figures (and queries per request), and stops everything, whatever happens.
 """
-import glob, http.server, json, os, shlex, signal, socket, subprocess, sys, threading, time
+import base64, glob, hashlib, http.server, json, os, shlex, signal, socket, subprocess, sys, threading, time
 import urllib.request, urllib.error
 from concurrent.futures import ThreadPoolExecutor
 
 from throwaway_postgres import Cluster, free_port
+
+
+def stored_key(session_id):
+    """The key HabitatSessions stores a session under: the ID's SHA-256, base64url, unpadded."""
+    return base64.urlsafe_b64encode(hashlib.sha256(session_id.encode()).digest()).decode().rstrip("=")
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LEASE_SECONDS = 3
@@ -217,8 +223,9 @@ def main():
         counts = sorted(body["visits"] - 20 for status, body in answers if status == 200)
         check(all(status == 200 for status, _ in answers), f"all 200 visits answered 200 ({sum(s == 200 for s, _ in answers)})")
         check(counts == list(range(1, 201)), "each visit counted once: the answers are 1...200, no update lost")
-        stored = json.loads(bytes.fromhex(cluster.sql("SELECT encode(data, 'hex') FROM habitat_sessions WHERE id = '%s'" % ada)).decode())
+        stored = json.loads(bytes.fromhex(cluster.sql("SELECT encode(data, 'hex') FROM habitat_sessions WHERE id = '%s'" % stored_key(ada))).decode())
         check(stored["visits"] == 220, f"the stored session says 220 visits, the 20 before included ({stored['visits']})")
+        check(cluster.sql("SELECT count(*) FROM habitat_sessions WHERE id = '%s'" % ada) == "0", "the table holds the session ID's hash, never the ID")
 
         print("== 3. a rename on one instance, seen by the others", flush=True)
         status, body = two.request("PATCH", "/me", ada, {"name": "Ada Lovelace"})

@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.14.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", exact: "1.33.2"),
+        // SHA-256 of session IDs (postgres-nio depends on it too).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -43,7 +45,7 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
-        .target(name: "HabitatSessions"),
+        .target(name: "HabitatSessions", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "HabitatPostgres",
             dependencies: [

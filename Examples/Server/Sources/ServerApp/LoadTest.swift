@@ -241,7 +241,7 @@ func seedLoadTestSessions(_ count: Int) async throws {
         guard let member = services.members.member(id: id) else { continue }
         let value = try JSONEncoder().encode(MemberSession(member: member, upstream: stale))
         do {
-            _ = try await services.sessions.backend.create(id: "tok-\(id)", data: value, expiresIn: .seconds(86_400))
+            _ = try await services.sessions.backend.create(id: StoredSession.key(for: "tok-\(id)"), data: value, expiresIn: .seconds(86_400))
         } catch .duplicateID {}
     }
 }

@@ -14,6 +14,10 @@ extension ServerSession: Equatable where Value: Equatable {}
 
 /// Typed sessions over a ``SessionBackend``: values of one `Codable` type, stored as JSON.
 ///
+/// The backend never sees a session's ID, only its SHA-256 (``StoredSession/key(for:)``): a
+/// copy of the table (a backup, a read replica, a leaked dump) signs nobody in, and a lookup's
+/// timing says nothing about the IDs stored.
+///
 /// Every write is versioned, so two requests on one session, on one instance or on two, never
 /// lose each other's update: ``update(_:maxAttempts:_:)`` rereads and reapplies its change when
 /// another write came first. ``refresh(_:lease:when:fetch:apply:)`` spends an upstream refresh
@@ -41,25 +45,31 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
 
     /// Stores `value` as a new session, under a new random ID (256 bits, URL-safe).
     public func create(_ value: Value) async throws(SessionBackendError) -> ServerSession<Value> {
-        let stored = try await backend.create(id: Self.newID(), data: try encode(value, id: "new"), expiresIn: lifetime)
-        return ServerSession(id: stored.id, value: value, version: stored.version)
+        let id = Self.newID()
+        let data = try encode(value, id: "new")
+        let stored = try await about(id) { () async throws(SessionBackendError) in
+            try await backend.create(id: StoredSession.key(for: id), data: data, expiresIn: lifetime)
+        }
+        return ServerSession(id: id, value: value, version: stored.version)
     }
 
     /// The live session `id`, or `nil` when there is none (never was, removed, expired).
     /// - Throws: ``SessionBackendError/undecodable(id:reason:)`` when the stored value isn't a `Value`.
     public func get(_ id: String) async throws(SessionBackendError) -> ServerSession<Value>? {
-        guard let stored = try await backend.get(id: id) else { return nil }
-        return try decode(stored)
+        let stored = try await about(id) { () async throws(SessionBackendError) in try await backend.get(id: StoredSession.key(for: id)) }
+        guard let stored else { return nil }
+        return try decode(stored, id: id)
     }
 
     /// Writes `session.value`, if the session is still at `session.version`.
     /// - Throws: ``SessionBackendError/versionConflict(id:expected:current:)`` when another
     ///   write came first; nothing is written then.
     public func set(_ session: ServerSession<Value>) async throws(SessionBackendError) -> ServerSession<Value> {
-        let stored = try await backend.set(
-            id: session.id, data: try encode(session.value, id: session.id), expiresIn: lifetime, expectedVersion: session.version
-        )
-        return ServerSession(id: stored.id, value: session.value, version: stored.version)
+        let data = try encode(session.value, id: session.id)
+        let stored = try await about(session.id) { () async throws(SessionBackendError) in
+            try await backend.set(id: StoredSession.key(for: session.id), data: data, expiresIn: lifetime, expectedVersion: session.version)
+        }
+        return ServerSession(id: session.id, value: session.value, version: stored.version)
     }
 
     /// Reads session `id`, applies `change` and writes it back; when another write came first,
@@ -94,7 +104,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
 
     /// Removes session `id` (signing out); removing a session that doesn't exist is not an error.
     public func remove(_ id: String) async throws(SessionBackendError) {
-        try await backend.remove(id: id)
+        try await about(id) { () async throws(SessionBackendError) in try await backend.remove(id: StoredSession.key(for: id)) }
     }
 
     /// Deletes the expired sessions and lapsed leases the backend still keeps; returns how many
@@ -138,13 +148,14 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// fleet, however many requests on however many instances find it stale at once.
     ///
     /// When `when` says the session needs a refresh, the caller takes the session's refresh
-    /// lease, reads the session again (another instance may have refreshed it while this one
-    /// waited), and only if it is still stale calls `fetch`, applies the answer with `apply`
-    /// (a versioned update: other fields written meanwhile are kept) and releases the lease,
-    /// on every path. Callers that find the lease taken wait and read again. A holder that
-    /// crashed keeps the lease until its deadline, `lease` after it was taken; then another
-    /// instance refreshes. Choose `lease` longer than `fetch` can take (its timeout): a lease
-    /// that lapses while its holder still waits for the upstream lets a second refresh start.
+    /// lease (named `refresh:` and the session's ``StoredSession/key(for:)``), reads the
+    /// session again (another instance may have refreshed it while this one waited), and only
+    /// if it is still stale calls `fetch`, applies the answer with `apply` (a versioned update:
+    /// other fields written meanwhile are kept) and releases the lease, on every path. Callers
+    /// that find the lease taken wait and read again. A holder that crashed keeps the lease
+    /// until its deadline, `lease` after it was taken; then another instance refreshes. Choose
+    /// `lease` longer than `fetch` can take (its timeout): a lease that lapses while its holder
+    /// still waits for the upstream lets a second refresh start.
     ///
     /// ```swift
     /// let fresh = try await sessions.refresh(id, when: { $0.upstream.expiresAt < Date() }) { session in
@@ -163,7 +174,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         fetch: (Value) async throws -> Answer,
         apply: (inout Value, Answer) -> Void
     ) async throws -> ServerSession<Value> {
-        let name = "refresh:\(id)"
+        let name = "refresh:\(StoredSession.key(for: id))"
         let holder = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UUID().uuidString)"
         var pause = Duration.milliseconds(5)
         while true {
@@ -207,11 +218,20 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         }
     }
 
-    private func decode(_ stored: StoredSession) throws(SessionBackendError) -> ServerSession<Value> {
+    private func decode(_ stored: StoredSession, id: String) throws(SessionBackendError) -> ServerSession<Value> {
         do {
-            return ServerSession(id: stored.id, value: try JSONDecoder().decode(Value.self, from: stored.data), version: stored.version)
+            return ServerSession(id: id, value: try JSONDecoder().decode(Value.self, from: stored.data), version: stored.version)
         } catch {
-            throw .undecodable(id: stored.id, reason: "\(error)")
+            throw .undecodable(id: id, reason: "\(error)")
+        }
+    }
+
+    /// Runs `call`, a backend call about session `id`, with `id` (not its key) in its errors.
+    private func about<R>(_ id: String, _ call: () async throws(SessionBackendError) -> R) async throws(SessionBackendError) -> R {
+        do {
+            return try await call()
+        } catch {
+            throw error.naming(id)
         }
     }
 
@@ -219,9 +239,6 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     static func newID() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return Data(bytes).base64URL
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 public import Foundation
 
 /// Where a fleet of server instances keeps its sessions: one store they all reach, with
@@ -64,7 +65,8 @@ extension SessionBackend {
 
 /// A session as a ``SessionBackend`` stores it.
 public struct StoredSession: Sendable, Hashable {
-    /// The session's ID: opaque, the one the client presents.
+    /// The key the session is stored under: for ``ServerSessions``, ``key(for:)`` of the ID
+    /// the client presents, never the ID itself.
     public var id: String
     /// The session's value, encoded.
     public var data: Data
@@ -106,6 +108,39 @@ public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
         case let .undecodable(id, reason): "session \(redacted(id)) can't be decoded: \(reason)"
         case let .tooMuchContention(id, attempts): "session \(redacted(id)) changed under \(attempts) attempts in a row to update it"
         case let .sessionGone(id): "session \(redacted(id)) is gone (removed or expired)"
+        }
+    }
+}
+
+extension StoredSession {
+    /// The key ``ServerSessions`` stores session `id` under: its SHA-256, base64url without
+    /// padding (43 characters). For code that writes a backend directly, such as seeding known
+    /// sessions in a test.
+    public static func key(for id: String) -> String {
+        Data(SHA256.hash(data: Data(id.utf8))).base64URL
+    }
+}
+
+extension Data {
+    /// Base64url (RFC 4648 §5) without padding.
+    var base64URL: String {
+        base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+extension SessionBackendError {
+    /// This error, naming session `id` where it names one (a backend names the key).
+    func naming(_ id: String) -> Self {
+        switch self {
+        case let .versionConflict(_, expected, current): .versionConflict(id: id, expected: expected, current: current)
+        case .duplicateID: .duplicateID(id)
+        case let .undecodable(_, reason): .undecodable(id: id, reason: reason)
+        case let .tooMuchContention(_, attempts): .tooMuchContention(id: id, attempts: attempts)
+        case .sessionGone: .sessionGone(id: id)
+        case .unavailable: self
         }
     }
 }

@@ -92,7 +92,7 @@ import Testing
     func undecodableDataIsATypedError(_ backend: Backend) async throws {
         try await backend.with { backend in
             let id = "garbage-\(UUID())"
-            _ = try await backend.create(id: id, data: Data("not json".utf8), expiresIn: .seconds(60))
+            _ = try await backend.create(id: StoredSession.key(for: id), data: Data("not json".utf8), expiresIn: .seconds(60))
             let sessions = ServerSessions<Visits>(backend: backend)
             await #expect {
                 try await sessions.get(id)
@@ -100,7 +100,22 @@ import Testing
                 guard case .undecodable(id, _) = error as? SessionBackendError else { return false }
                 return true
             }
-            #expect(try await backend.get(id: id)?.data == Data("not json".utf8))   // nothing lost
+            #expect(try await backend.get(id: StoredSession.key(for: id))?.data == Data("not json".utf8))   // nothing lost
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func theBackendHoldsOnlyTheIDsHash(_ kind: Backend) async throws {
+        #expect(StoredSession.key(for: "abc") == "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0")   // SHA-256, base64url
+        try await kind.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let created = try await sessions.create(Visits(member: 1))
+            #expect(try await backend.get(id: created.id) == nil, "not under the ID a client presents")
+            #expect(try await backend.get(id: StoredSession.key(for: created.id)) != nil)
+            if kind == .postgres {
+                #expect(try await storedRows(backend, "habitat_sessions", "id", created.id) == 0)
+            }
+            // Errors name the client's ID, not the key: aWriteFromAStaleReadFailsAndWritesNothing.
         }
     }
 
@@ -230,7 +245,7 @@ import Testing
             let sessions = ServerSessions<Visits>(backend: backend)
             let id = try await sessions.create(Visits(member: 1)).id
             // A holder took the lease and died without releasing it.
-            #expect(try await backend.acquireLease("refresh:\(id)", holder: "crashed", duration: .milliseconds(500)))
+            #expect(try await backend.acquireLease("refresh:\(StoredSession.key(for: id))", holder: "crashed", duration: .milliseconds(500)))
             let started = ContinuousClock.now
             let fresh = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
             #expect(fresh.value.upstream == "fresh")
@@ -243,7 +258,7 @@ import Testing
         try await backend.with { backend in
             let sessions = ServerSessions<Visits>(backend: backend)
             let id = try await sessions.create(Visits(member: 1)).id
-            #expect(try await backend.acquireLease("refresh:\(id)", holder: "other", duration: .seconds(60)))
+            #expect(try await backend.acquireLease("refresh:\(StoredSession.key(for: id))", holder: "other", duration: .seconds(60)))
             let waiting = Task {
                 try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
             }
