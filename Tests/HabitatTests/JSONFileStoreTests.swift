@@ -190,6 +190,20 @@ import Darwin
         }
     }
 
+    @Test func aBatchWriteLandsWholeOrNotAtAll() throws {
+        let directory = try TemporaryDirectory()
+        let store = try JSONFileStore(url: directory.file("store.json"))
+        let deep = Data((String(repeating: "[", count: 600) + String(repeating: "]", count: 600)).utf8)
+        #expect(throws: StoreError.valueTooDeep(key: "deep", limit: 510)) {
+            try store.write(["a": Data("1".utf8), "b": Data("2".utf8), "deep": deep])
+        }
+        #expect(try store.keys().isEmpty, "nothing of a refused batch was written")
+        try store.write(["a": Data("1".utf8), "b": Data("2".utf8), "c": nil])
+        let reopened = try JSONFileStore(url: directory.file("store.json"))
+        #expect(try reopened.keys().sorted() == ["a", "b"])
+        #expect(try reopened.data(forKey: "b") == Data("2".utf8))
+    }
+
     @Test func anyKeyRoundTrips() throws {
         let directory = try TemporaryDirectory()
         let secrets = try FileSecretStore(directory: directory.url.appendingPathComponent("secrets"))

@@ -32,7 +32,12 @@ public import Foundation
 ///
 /// A value that is one JSON value (as ``StoreKey`` writes) is stored as itself under
 /// `"values"`, so the file reads like the data it holds; other UTF-8 text as a string under
-/// `"text"`, and any other bytes as Base64 under `"binary"`. Every value reads back byte for byte. The document is small-data storage: each write rewrites the whole file.
+/// `"text"`, and any other bytes as Base64 under `"binary"`. Every value reads back byte for
+/// byte.
+///
+/// The document is small-data storage: each write rewrites the whole file, so writing `n` keys
+/// one at a time costs `n` rewrites of a growing document. Write them together with one
+/// ``write(_:)``: one rewrite, one lock, all of them or none.
 // Safe: every property is immutable; file access is serialised by `flock` across processes
 // and by `lock` within this one.
 public final class JSONFileStore: KeyValueStore, @unchecked Sendable {

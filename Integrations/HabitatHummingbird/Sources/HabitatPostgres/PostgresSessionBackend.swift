@@ -8,8 +8,8 @@ public import PostgresNIO
 ///
 /// Two tables (``migrate()`` creates them): `habitat_sessions` (id, data, version, expires) and
 /// `habitat_leases` (name, holder, deadline). Through `ServerSessions`, a session's `id` column
-/// holds the SHA-256 of its ID (`StoredSession.key(for:)`), never the ID itself. Each operation is one statement, so it needs no
-/// transaction and holds no lock past itself:
+/// holds the SHA-256 of its ID (`StoredSession.key(for:)`), never the ID itself. Each operation
+/// is one statement, so it needs no transaction and holds no lock past itself:
 ///
 /// - a versioned write is `UPDATE … WHERE id = $1 AND version = $2`: of two writers that read
 ///   one version, the database lets exactly one through, and the other gets
