@@ -47,8 +47,8 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     public func create(_ value: Value) async throws(SessionBackendError) -> ServerSession<Value> {
         let id = Self.newID()
         let data = try encode(value, id: "new")
-        let stored = try await about(id) { () async throws(SessionBackendError) in
-            try await backend.create(id: StoredSession.key(for: id), data: data, expiresIn: lifetime)
+        let stored = try await about(id) { key throws(SessionBackendError) in
+            try await backend.create(id: key, data: data, expiresIn: lifetime)
         }
         return ServerSession(id: id, value: value, version: stored.version)
     }
@@ -56,7 +56,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// The live session `id`, or `nil` when there is none (never was, removed, expired).
     /// - Throws: ``SessionBackendError/undecodable(id:reason:)`` when the stored value isn't a `Value`.
     public func get(_ id: String) async throws(SessionBackendError) -> ServerSession<Value>? {
-        let stored = try await about(id) { () async throws(SessionBackendError) in try await backend.get(id: StoredSession.key(for: id)) }
+        let stored = try await about(id) { key throws(SessionBackendError) in try await backend.get(id: key) }
         guard let stored else { return nil }
         return try decode(stored, id: id)
     }
@@ -66,8 +66,8 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     ///   write came first; nothing is written then.
     public func set(_ session: ServerSession<Value>) async throws(SessionBackendError) -> ServerSession<Value> {
         let data = try encode(session.value, id: session.id)
-        let stored = try await about(session.id) { () async throws(SessionBackendError) in
-            try await backend.set(id: StoredSession.key(for: session.id), data: data, expiresIn: lifetime, expectedVersion: session.version)
+        let stored = try await about(session.id) { key throws(SessionBackendError) in
+            try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version)
         }
         return ServerSession(id: session.id, value: session.value, version: stored.version)
     }
@@ -104,7 +104,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
 
     /// Removes session `id` (signing out); removing a session that doesn't exist is not an error.
     public func remove(_ id: String) async throws(SessionBackendError) {
-        try await about(id) { () async throws(SessionBackendError) in try await backend.remove(id: StoredSession.key(for: id)) }
+        try await about(id) { key throws(SessionBackendError) in try await backend.remove(id: key) }
     }
 
     /// Deletes the expired sessions and lapsed leases the backend still keeps; returns how many
@@ -226,10 +226,14 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         }
     }
 
-    /// Runs `call`, a backend call about session `id`, with `id` (not its key) in its errors.
-    private func about<R>(_ id: String, _ call: () async throws(SessionBackendError) -> R) async throws(SessionBackendError) -> R {
+    /// Runs `call`, a backend call about session `id`, with the key `id` is stored under; its
+    /// errors name `id`, not the key.
+    private func about<R>(
+        _ id: String,
+        _ call: (_ key: String) async throws(SessionBackendError) -> R
+    ) async throws(SessionBackendError) -> R {
         do {
-            return try await call()
+            return try await call(StoredSession.key(for: id))
         } catch {
             throw error.naming(id)
         }
