@@ -97,41 +97,45 @@ import Darwin
     }
 
     @Test(.enabled(if: canRunFixtures))
-    func twoProcessesRefreshingOneAccountAskTheServerOnce() throws {
-        let directory = try TemporaryDirectory()
-        let sessions = try accountSessions(in: directory.url)
-        let stack = makeAccountsStack()
-        stack.login(user: .ada, token: memberToken(.ada, 1))
-        stack.addAccount(user: .grace, token: memberToken(.grace, 2))   // ada is not the active one
-        try stack.save(to: sessions)
+    func twoProcessesRefreshingOneAccountAskTheServerOnce() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let sessions = try accountSessions(in: directory.url)
+            let stack = makeAccountsStack()
+            stack.login(user: .ada, token: memberToken(.ada, 1))
+            stack.addAccount(user: .grace, token: memberToken(.grace, 2))   // ada is not the active one
+            try stack.save(to: sessions)
 
-        let (tokens, refreshes) = try refreshTogether(in: directory, ["accounts-refresh-together", "accounts-refresh-together"])
-        #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
-        #expect(Set(tokens).count == 1 && tokens.first?.hasPrefix("ada#") == true, "both use the token it got: \(tokens)")
-        let snapshot = try #require(try sessions.load())
-        #expect(snapshot.session?.user == .grace && snapshot.session?.token == memberToken(.grace, 2), "the active account untouched")
-        #expect(snapshot.otherAccounts.first?.token.secret == tokens.first)
+            let (tokens, refreshes) = try refreshTogether(in: directory, ["accounts-refresh-together", "accounts-refresh-together"])
+            #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
+            #expect(Set(tokens).count == 1 && tokens.first?.hasPrefix("ada#") == true, "both use the token it got: \(tokens)")
+            let snapshot = try #require(try sessions.load())
+            #expect(snapshot.session?.user == .grace && snapshot.session?.token == memberToken(.grace, 2), "the active account untouched")
+            #expect(snapshot.otherAccounts.first?.token.secret == tokens.first)
+        }
     }
 
     @Test(.enabled(if: canRunFixtures))
-    func refreshesOfDifferentAccountsInTwoProcessesDontWaitForEachOther() throws {
-        let directory = try TemporaryDirectory()
-        let sessions = try twoAccounts(in: directory)
-        let log = directory.file("refreshes.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let start = directory.file("start")
-        let workers = ["ada", "grace"].map { sessionWorker("accounts-refresh-one", directory.path, log.path, start.path, $0) }
-        for worker in workers { try worker.run() }
-        usleep(300_000)   // both are up and waiting for the start
-        _ = FileManager.default.createFile(atPath: start.path, contents: nil)
-        for worker in workers { worker.waitUntilExit() }
-        #expect(workers.allSatisfy { $0.terminationStatus == 0 })
-        let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").map(String.init)
-        #expect(lines.count == 4)
-        #expect(lines.prefix(2).allSatisfy { $0.hasPrefix("start ") }, "both refreshes ran at once: \(lines)")
-        let snapshot = try #require(try sessions.load())
-        for account in [snapshot.session].compactMap({ $0 }) + snapshot.otherAccounts {
-            #expect(account.token.secret.hasPrefix("\(account.user.id)#") && account.token != memberToken(account.user, 1) && account.token != memberToken(account.user, 2))
+    func refreshesOfDifferentAccountsInTwoProcessesDontWaitForEachOther() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let sessions = try twoAccounts(in: directory)
+            let log = directory.file("refreshes.log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let start = directory.file("start")
+            let workers = ["ada", "grace"].map { sessionWorker("accounts-refresh-one", directory.path, log.path, start.path, $0) }
+            for worker in workers { try worker.run() }
+            usleep(300_000)   // both are up and waiting for the start
+            _ = FileManager.default.createFile(atPath: start.path, contents: nil)
+            for worker in workers { worker.waitUntilExit() }
+            #expect(workers.allSatisfy { $0.terminationStatus == 0 })
+            let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n").map(String.init)
+            #expect(lines.count == 4)
+            #expect(lines.prefix(2).allSatisfy { $0.hasPrefix("start ") }, "both refreshes ran at once: \(lines)")
+            let snapshot = try #require(try sessions.load())
+            for account in [snapshot.session].compactMap({ $0 }) + snapshot.otherAccounts {
+                #expect(account.token.secret.hasPrefix("\(account.user.id)#") && account.token != memberToken(account.user, 1) && account.token != memberToken(account.user, 2))
+            }
         }
     }
 }

@@ -165,15 +165,17 @@ struct ContextFenceTests {
     }
 
     @Test(.enabled(if: canRunFixtures), arguments: [("live", Int32(0)), ("test", Int32(1))])
-    func theVariableTurnsTheCheckOffOrOn(context: String, status: Int32) throws {
-        let child = fixtureProcess("fenceWorker", environment: ["HABITAT_FENCE_WORKER": "1", "HABITAT_CONTEXT": context])
-        let output = Pipe()
-        child.standardOutput = output
-        try child.run()
-        child.waitUntilExit()
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(child.terminationStatus == status, "HABITAT_CONTEXT=\(context): the read \(status == 0 ? "passes" : "fails the test")")
-        #expect(printed.contains("live Ada"), "either way the read returns the live world")
+    func theVariableTurnsTheCheckOffOrOn(context: String, status: Int32) async throws {
+        try await offThePool {
+            let child = fixtureProcess("fenceWorker", environment: ["HABITAT_FENCE_WORKER": "1", "HABITAT_CONTEXT": context])
+            let output = Pipe()
+            child.standardOutput = output
+            try child.run()
+            child.waitUntilExit()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(child.terminationStatus == status, "HABITAT_CONTEXT=\(context): the read \(status == 0 ? "passes" : "fails the test")")
+            #expect(printed.contains("live Ada"), "either way the read returns the live world")
+        }
     }
 }
 

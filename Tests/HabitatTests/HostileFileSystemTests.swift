@@ -187,29 +187,31 @@ import Darwin
 
     // MARK: What a crash leaves
 
-    @Test func temporaryFilesOfDeadWritersAreRemovedOnOpenAndLiveOnesKept() throws {
-        let directory = try TemporaryDirectory()
-        let dead = try deadProcessID()
-        let live = Process()
-        live.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        live.arguments = ["30"]
-        try live.run()
-        defer {
-            // NB: SIGKILL and a wait: under `swift test` the child outlived `terminate()` and kept
-            // the run from ending for 30 seconds.
-            _ = kill(live.processIdentifier, SIGKILL)
-            live.waitUntilExit()
-        }
-        let secretsDirectory = directory.file("secrets")
-        try FileManager.default.createDirectory(at: secretsDirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-        let stale = [directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2")]
-        let alive = [directory.file(".store.json.tmp-\(live.processIdentifier)-3")]
-        for file in stale + alive { try Data("token-stale".utf8).write(to: file) }
+    @Test func temporaryFilesOfDeadWritersAreRemovedOnOpenAndLiveOnesKept() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let dead = try deadProcessID()
+            let live = Process()
+            live.executableURL = URL(fileURLWithPath: "/bin/sleep")
+            live.arguments = ["30"]
+            try live.run()
+            defer {
+                // NB: SIGKILL and a wait: under `swift test` the child outlived `terminate()` and kept
+                // the run from ending for 30 seconds.
+                _ = kill(live.processIdentifier, SIGKILL)
+                live.waitUntilExit()
+            }
+            let secretsDirectory = directory.file("secrets")
+            try FileManager.default.createDirectory(at: secretsDirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            let stale = [directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2")]
+            let alive = [directory.file(".store.json.tmp-\(live.processIdentifier)-3")]
+            for file in stale + alive { try Data("token-stale".utf8).write(to: file) }
 
-        _ = try JSONFileStore(url: directory.file("store.json"))
-        _ = try FileSecretStore(directory: secretsDirectory)
-        for file in stale { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) removed") }
-        for file in alive { #expect(FileManager.default.fileExists(atPath: file.path), "a live writer's file is left alone") }
+            _ = try JSONFileStore(url: directory.file("store.json"))
+            _ = try FileSecretStore(directory: secretsDirectory)
+            for file in stale { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) removed") }
+            for file in alive { #expect(FileManager.default.fileExists(atPath: file.path), "a live writer's file is left alone") }
+        }
     }
 
     @Test func logoutRemovesEveryFileOfTheToken() throws {

@@ -13,9 +13,9 @@ import Testing
     /// it fired. The limit only keeps a broken build from hanging: nothing is timed.
     ///
     /// NB: 10 s was once not enough in CI: the suite shares the cooperative pool's two threads
-    /// there, and process tests that wait in them synchronously held both for over 100 s.
-    /// (Waiting off the pool instead let every process test run at once, and the thread
-    /// sanitizer's run took half as long again, with time limits exceeded.)
+    /// there, and process tests that waited in them synchronously held both for over 100 s.
+    /// They wait on ``BlockingThreads`` now, but under the thread sanitizer the whole suite
+    /// still shares two cores for two minutes.
     private func observer<T>(
         of read: @escaping @MainActor () -> T,
         isToldOf change: () throws -> Void,

@@ -18,63 +18,65 @@ import Darwin
     /// - no temporary file once the stores are open again;
     /// and after a final logout no file holds any token.
     @Test(.enabled(if: canRunFixtures))
-    func aKilledSaverNeverMixesSessionsOrLosesAnAcknowledgedSave() throws {
-        let directory = try TemporaryDirectory()
-        var generator = SplitMix(seed: 42)
-        var killedMidSave = 0
-        for kill in 1...100 {
-            let first = kill * 100_000
-            let process = storeWorker("save-loop", directory.path, "\(first)")
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            // Wait for its first acknowledged save, then let it run a random while.
-            let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-            usleep(UInt32(generator.next() % 20_000))
-            _ = Glibc_kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "kill \(kill)")
-            let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let acknowledged = try #require(
-                printed.split(separator: "\n").compactMap { $0.hasPrefix("saved ") ? Int($0.dropFirst(6)) : nil }.last,
-                "kill \(kill): the child acknowledged a save"
-            )
+    func aKilledSaverNeverMixesSessionsOrLosesAnAcknowledgedSave() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            var generator = SplitMix(seed: 42)
+            var killedMidSave = 0
+            for kill in 1...100 {
+                let first = kill * 100_000
+                let process = storeWorker("save-loop", directory.path, "\(first)")
+                let output = Pipe()
+                process.standardOutput = output
+                try process.run()
+                // Wait for its first acknowledged save, then let it run a random while.
+                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+                usleep(UInt32(generator.next() % 20_000))
+                _ = Glibc_kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .uncaughtSignal, "kill \(kill)")
+                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let acknowledged = try #require(
+                    printed.split(separator: "\n").compactMap { $0.hasPrefix("saved ") ? Int($0.dropFirst(6)) : nil }.last,
+                    "kill \(kill): the child acknowledged a save"
+                )
 
-            // The next launch: open the stores (which clears what dead writers left) and restore.
+                // The next launch: open the stores (which clears what dead writers left) and restore.
+                let sessions = SessionStore<TestApp>(
+                    store: try JSONFileStore(url: directory.file("session.json")),
+                    secrets: try FileSecretStore(directory: directory.file("secrets"))
+                )
+                for folder in [directory.path, directory.file("secrets").path] {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+                    #expect(!names.contains { $0.contains(".tmp-") }, "kill \(kill): temporary files left in \(folder): \(names)")
+                    #expect(!names.contains { $0.contains(".corrupt-") }, "kill \(kill): nothing was ever judged corrupt")
+                }
+                let snapshot = try #require(try sessions.load(), "kill \(kill): no snapshot")
+                let round = snapshot.config.timeout
+                #expect(round == acknowledged || round == acknowledged + 1, "kill \(kill): round \(round), acknowledged \(acknowledged)")
+                if round == acknowledged + 1 { killedMidSave += 1 }
+                #expect(snapshot.config.features.count == 400, "kill \(kill): the config is complete")
+                if let session = snapshot.session {
+                    #expect(session.user.id == round, "kill \(kill): user and config from one save")
+                    #expect(session.token.secret == "token-\(session.user.id)", "kill \(kill): the user's own token")
+                } else {
+                    // Logged out only by a logout: the one restored, or one in flight (it deletes the
+                    // token before it rewrites the snapshot, so a crash between leaves no token).
+                    let loggingOut = round % 7 == 0 || (round == acknowledged && (round + 1) % 7 == 0)
+                    #expect(loggingOut, "kill \(kill): logged out only by a logout save (round \(round))")
+                }
+            }
+            // Whether kills landed mid-save varies; say how often, for whoever reads the log.
+            print("crash harness: \(killedMidSave) of 100 kills restored the save in flight")
+
+            // A final logout leaves no token anywhere, temporaries and old records included.
             let sessions = SessionStore<TestApp>(
                 store: try JSONFileStore(url: directory.file("session.json")),
                 secrets: try FileSecretStore(directory: directory.file("secrets"))
             )
-            for folder in [directory.path, directory.file("secrets").path] {
-                let names = try FileManager.default.contentsOfDirectory(atPath: folder)
-                #expect(!names.contains { $0.contains(".tmp-") }, "kill \(kill): temporary files left in \(folder): \(names)")
-                #expect(!names.contains { $0.contains(".corrupt-") }, "kill \(kill): nothing was ever judged corrupt")
-            }
-            let snapshot = try #require(try sessions.load(), "kill \(kill): no snapshot")
-            let round = snapshot.config.timeout
-            #expect(round == acknowledged || round == acknowledged + 1, "kill \(kill): round \(round), acknowledged \(acknowledged)")
-            if round == acknowledged + 1 { killedMidSave += 1 }
-            #expect(snapshot.config.features.count == 400, "kill \(kill): the config is complete")
-            if let session = snapshot.session {
-                #expect(session.user.id == round, "kill \(kill): user and config from one save")
-                #expect(session.token.secret == "token-\(session.user.id)", "kill \(kill): the user's own token")
-            } else {
-                // Logged out only by a logout: the one restored, or one in flight (it deletes the
-                // token before it rewrites the snapshot, so a crash between leaves no token).
-                let loggingOut = round % 7 == 0 || (round == acknowledged && (round + 1) % 7 == 0)
-                #expect(loggingOut, "kill \(kill): logged out only by a logout save (round \(round))")
-            }
+            try sessions.save(makeEnvironment())
+            #expect(try !directory.anyFileContains("token-"), "no file holds a token after logout")
         }
-        // Whether kills landed mid-save varies; say how often, for whoever reads the log.
-        print("crash harness: \(killedMidSave) of 100 kills restored the save in flight")
-
-        // A final logout leaves no token anywhere, temporaries and old records included.
-        let sessions = SessionStore<TestApp>(
-            store: try JSONFileStore(url: directory.file("session.json")),
-            secrets: try FileSecretStore(directory: directory.file("secrets"))
-        )
-        try sessions.save(makeEnvironment())
-        #expect(try !directory.anyFileContains("token-"), "no file holds a token after logout")
     }
 
     /// The crash harness for several accounts: a child signs accounts in, switches between them
@@ -85,52 +87,54 @@ import Darwin
     ///   it was making;
     /// - no account the child acknowledged signing out, and no token item but the accounts' own.
     @Test(.enabled(if: canRunFixtures))
-    func aKilledSwitcherNeverPairsOneAccountWithAnothersTokenNorBringsAPurgedOneBack() throws {
-        let directory = try TemporaryDirectory()
-        var generator = SplitMix(seed: 7)
-        var purged: Set<String> = []
-        var midSave = 0
-        for kill in 1...150 {
-            let process = sessionWorker("accounts-loop", directory.path, "\(kill * 1_000)")
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            // Wait for its first acknowledged save, then let it run a random while.
-            var printed = Data()
-            while !printed.isEmpty ? printed.range(of: Data("ack ".utf8)) == nil : true {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                printed += chunk
-            }
-            usleep(UInt32(generator.next() % 15_000))
-            _ = Glibc_kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            let lines = String(decoding: printed + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                .split(separator: "\n").map(String.init)
-            let acknowledged = try #require(lines.last { $0.hasPrefix("ack ") }, "kill \(kill): the child acknowledged a save")
-            let tried = try #require(lines.last { $0.hasPrefix("try ") })
-            for line in lines where line.hasPrefix("ack ") && line.contains(" out ") {
-                purged.insert(String(line[line.range(of: " out ")!.upperBound...]))
-            }
+    func aKilledSwitcherNeverPairsOneAccountWithAnothersTokenNorBringsAPurgedOneBack() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            var generator = SplitMix(seed: 7)
+            var purged: Set<String> = []
+            var midSave = 0
+            for kill in 1...150 {
+                let process = sessionWorker("accounts-loop", directory.path, "\(kill * 1_000)")
+                let output = Pipe()
+                process.standardOutput = output
+                try process.run()
+                // Wait for its first acknowledged save, then let it run a random while.
+                var printed = Data()
+                while !printed.isEmpty ? printed.range(of: Data("ack ".utf8)) == nil : true {
+                    let chunk = output.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    printed += chunk
+                }
+                usleep(UInt32(generator.next() % 15_000))
+                _ = Glibc_kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                let lines = String(decoding: printed + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    .split(separator: "\n").map(String.init)
+                let acknowledged = try #require(lines.last { $0.hasPrefix("ack ") }, "kill \(kill): the child acknowledged a save")
+                let tried = try #require(lines.last { $0.hasPrefix("try ") })
+                for line in lines where line.hasPrefix("ack ") && line.contains(" out ") {
+                    purged.insert(String(line[line.range(of: " out ")!.upperBound...]))
+                }
 
-            let sessions = try accountSessions(in: directory.url)
-            let relaunched = makeAccountsStack()
-            try relaunched.restore(from: sessions)
-            let state = describeAccounts(relaunched.current)
-            let ackState = String(acknowledged.dropFirst(4)).components(separatedBy: " out ")[0]
-            let inFlight = lines.lastIndex(of: tried)! > lines.lastIndex(of: acknowledged)!
-            #expect(state == ackState || (inFlight && state == String(tried.dropFirst(4))),
-                    "kill \(kill): restored \(state); acknowledged \(ackState), in flight \(inFlight ? tried : "-")")
-            if inFlight, state != ackState { midSave += 1 }
-            for account in relaunched.current.accounts {
-                #expect(owner(of: account.token) == account.user.id, "kill \(kill): \(account.user.id) holds \(account.token.secret)")
-                #expect(!purged.contains(account.user.id), "kill \(kill): \(account.user.id) was signed out, and is back")
+                let sessions = try accountSessions(in: directory.url)
+                let relaunched = makeAccountsStack()
+                try relaunched.restore(from: sessions)
+                let state = describeAccounts(relaunched.current)
+                let ackState = String(acknowledged.dropFirst(4)).components(separatedBy: " out ")[0]
+                let inFlight = lines.lastIndex(of: tried)! > lines.lastIndex(of: acknowledged)!
+                #expect(state == ackState || (inFlight && state == String(tried.dropFirst(4))),
+                        "kill \(kill): restored \(state); acknowledged \(ackState), in flight \(inFlight ? tried : "-")")
+                if inFlight, state != ackState { midSave += 1 }
+                for account in relaunched.current.accounts {
+                    #expect(owner(of: account.token) == account.user.id, "kill \(kill): \(account.user.id) holds \(account.token.secret)")
+                    #expect(!purged.contains(account.user.id), "kill \(kill): \(account.user.id) was signed out, and is back")
+                }
+                let items = try FileManager.default.contentsOfDirectory(atPath: directory.file("secrets").path)
+                    .filter { $0.hasPrefix("habitat.session.token.") }.map { String($0.dropFirst(22)) }
+                #expect(Set(items) == Set(relaunched.current.otherAccounts.map(\.user.id)), "kill \(kill): stray items \(items)")
             }
-            let items = try FileManager.default.contentsOfDirectory(atPath: directory.file("secrets").path)
-                .filter { $0.hasPrefix("habitat.session.token.") }.map { String($0.dropFirst(22)) }
-            #expect(Set(items) == Set(relaunched.current.otherAccounts.map(\.user.id)), "kill \(kill): stray items \(items)")
+            print("accounts crash harness: \(midSave) of 150 kills restored the save in flight; \(purged.count) accounts signed out")
         }
-        print("accounts crash harness: \(midSave) of 150 kills restored the save in flight; \(purged.count) accounts signed out")
     }
 
     /// The same harness with two processes on one store: one signs users in and out (each
@@ -140,44 +144,46 @@ import Darwin
     /// the config process never brings back a session that was logged out, and no temporary file
     /// is left.
     @Test(.enabled(if: canRunFixtures))
-    func aSecondProcessSavingConfigNeverUndoesALogoutThroughKills() throws {
-        let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment())
-        let configSaver = sessionWorker("config-loop", directory.path)
-        let ready = Pipe()
-        configSaver.standardOutput = ready
-        try configSaver.run()
-        _ = ready.fileHandleForReading.readData(ofLength: 6)
-        defer {
-            _ = Glibc_kill(configSaver.processIdentifier, SIGKILL)
-            configSaver.waitUntilExit()
-        }
-        var generator = SplitMix(seed: 7)
-        for kill in 1...50 {
-            let signer = sessionWorker("sign-in-out-loop", directory.path, "\(kill * 100_000)")
-            let output = Pipe()
-            signer.standardOutput = output
-            try signer.run()
-            let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-            usleep(UInt32(generator.next() % 20_000))
-            _ = Glibc_kill(signer.processIdentifier, SIGKILL)
-            signer.waitUntilExit()
-            let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let last = try #require(printed.split(separator: "\n").last.map(String.init), "kill \(kill): the signer acknowledged a save")
-            let sessions = try sharedSessions(in: directory.url)
-            let session = try sessions.load()?.session
-            if let session {
-                #expect(session.token.secret == "token-\(session.user.id)", "kill \(kill): the user's own token")
-                // Signed in: by the last acknowledged login, or by the one in flight after a logout.
-                let parts = last.split(separator: " ")
-                let n = Int(parts[1]) ?? -1
-                #expect(parts[0] == "in" ? session.user.id == n : session.user.id == n + 1,
-                        "kill \(kill): the last acknowledged save was '\(last)', yet \(session.user.id) is signed in")
+    func aSecondProcessSavingConfigNeverUndoesALogoutThroughKills() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            try sharedSessions(in: directory.url).save(makeEnvironment())
+            let configSaver = sessionWorker("config-loop", directory.path)
+            let ready = Pipe()
+            configSaver.standardOutput = ready
+            try configSaver.run()
+            _ = ready.fileHandleForReading.readData(ofLength: 6)
+            defer {
+                _ = Glibc_kill(configSaver.processIdentifier, SIGKILL)
+                configSaver.waitUntilExit()
             }
-            for folder in [directory.path, directory.file("secrets").path] {
-                let names = try FileManager.default.contentsOfDirectory(atPath: folder)
-                #expect(!names.contains { $0.contains(".tmp-") && !$0.contains("\(configSaver.processIdentifier)") },
-                        "kill \(kill): temporary files left in \(folder): \(names)")
+            var generator = SplitMix(seed: 7)
+            for kill in 1...50 {
+                let signer = sessionWorker("sign-in-out-loop", directory.path, "\(kill * 100_000)")
+                let output = Pipe()
+                signer.standardOutput = output
+                try signer.run()
+                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+                usleep(UInt32(generator.next() % 20_000))
+                _ = Glibc_kill(signer.processIdentifier, SIGKILL)
+                signer.waitUntilExit()
+                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let last = try #require(printed.split(separator: "\n").last.map(String.init), "kill \(kill): the signer acknowledged a save")
+                let sessions = try sharedSessions(in: directory.url)
+                let session = try sessions.load()?.session
+                if let session {
+                    #expect(session.token.secret == "token-\(session.user.id)", "kill \(kill): the user's own token")
+                    // Signed in: by the last acknowledged login, or by the one in flight after a logout.
+                    let parts = last.split(separator: " ")
+                    let n = Int(parts[1]) ?? -1
+                    #expect(parts[0] == "in" ? session.user.id == n : session.user.id == n + 1,
+                            "kill \(kill): the last acknowledged save was '\(last)', yet \(session.user.id) is signed in")
+                }
+                for folder in [directory.path, directory.file("secrets").path] {
+                    let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+                    #expect(!names.contains { $0.contains(".tmp-") && !$0.contains("\(configSaver.processIdentifier)") },
+                            "kill \(kill): temporary files left in \(folder): \(names)")
+                }
             }
         }
     }
@@ -189,23 +195,25 @@ import Darwin
     /// and a fifth of the whole suite's), for the same property (the two processes still write
     /// at the same time).
     @Test(.enabled(if: canRunFixtures))
-    func twoProcessesNeverLoseEachOthersKeys() throws {
-        let directory = try TemporaryDirectory()
-        let file = directory.file("shared.json")
-        let writers = try ["left", "right"].map { prefix in
-            let process = storeWorker("write-keys", file.path, prefix, "300")
-            try process.run()
-            return process
-        }
-        for writer in writers {
-            writer.waitUntilExit()
-            #expect(writer.terminationStatus == 0)
-        }
-        let keys = Set(try JSONFileStore(url: file).keys())
-        #expect(keys.count == 600)
-        for index in [0, 149, 299] {
-            #expect(keys.contains("left-\(index)"))
-            #expect(keys.contains("right-\(index)"))
+    func twoProcessesNeverLoseEachOthersKeys() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let file = directory.file("shared.json")
+            let writers = try ["left", "right"].map { prefix in
+                let process = storeWorker("write-keys", file.path, prefix, "300")
+                try process.run()
+                return process
+            }
+            for writer in writers {
+                writer.waitUntilExit()
+                #expect(writer.terminationStatus == 0)
+            }
+            let keys = Set(try JSONFileStore(url: file).keys())
+            #expect(keys.count == 600)
+            for index in [0, 149, 299] {
+                #expect(keys.contains("left-\(index)"))
+                #expect(keys.contains("right-\(index)"))
+            }
         }
     }
 

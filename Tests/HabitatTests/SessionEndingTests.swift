@@ -119,30 +119,32 @@ import Darwin
     }
 
     @Test(.enabled(if: canRunFixtures))
-    func aSecondProcessCantUndoALogout() throws {
-        let directory = try TemporaryDirectory()
-        let sessions = try sharedSessions(in: directory.url)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
-        let app = makeStack()
-        try app.restore(from: sessions)
+    func aSecondProcessCantUndoALogout() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let sessions = try sharedSessions(in: directory.url)
+            try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+            let app = makeStack()
+            try app.restore(from: sessions)
 
-        let helper = sessionWorker("logout", directory.path)
-        let output = Pipe()
-        helper.standardOutput = output
-        try helper.run()
-        helper.waitUntilExit()
-        #expect(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "logged out\n")
+            let helper = sessionWorker("logout", directory.path)
+            let output = Pipe()
+            helper.standardOutput = output
+            try helper.run()
+            helper.waitUntilExit()
+            #expect(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "logged out\n")
 
-        app.updateConfig { $0.timeout = 42 }
-        try app.save(to: sessions)
-        let relaunched = makeStack()
-        let launch = relaunched.restoreAtLaunch(from: sessions)
-        guard case .restoredLoggedOut(let snapshot) = launch else {
-            Issue.record("expected a logged-out relaunch, got \(launch)")
-            return
+            app.updateConfig { $0.timeout = 42 }
+            try app.save(to: sessions)
+            let relaunched = makeStack()
+            let launch = relaunched.restoreAtLaunch(from: sessions)
+            guard case .restoredLoggedOut(let snapshot) = launch else {
+                Issue.record("expected a logged-out relaunch, got \(launch)")
+                return
+            }
+            #expect(snapshot.config.timeout == 42)
+            #expect(app.current.session == nil)
         }
-        #expect(snapshot.config.timeout == 42)
-        #expect(app.current.session == nil)
     }
 }
 

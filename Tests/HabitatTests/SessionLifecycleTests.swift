@@ -140,7 +140,10 @@ import Darwin
 }
 
 /// Stacks and processes that share one session store refresh it once.
-@Suite(.timeLimit(.minutes(1))) struct SharedRefreshTests {
+///
+/// NB: the limit is generous because the process tests' wait for one of the two
+/// ``BlockingThreads`` counts against it; it only keeps a hang from stalling CI.
+@Suite(.timeLimit(.minutes(5))) struct SharedRefreshTests {
     /// No lock of the store's files is held while the server is asked: iOS terminates a
     /// suspended app that holds one in a shared container. The refresh's turn is a lease file.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/proc/locks")))
@@ -199,42 +202,46 @@ import Darwin
     }
 
     @Test(.enabled(if: canRunFixtures))
-    func twoProcessesShareOneRefresh() throws {
-        let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
-        let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "refresh-together"])
-        #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
-        #expect(tokens[0] == tokens[1], "both end with the same token: \(tokens)")
-        #expect(tokens[0].hasPrefix("rotated-by-"))
-        #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == tokens[0])
+    func twoProcessesShareOneRefresh() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+            let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "refresh-together"])
+            #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
+            #expect(tokens[0] == tokens[1], "both end with the same token: \(tokens)")
+            #expect(tokens[0].hasPrefix("rotated-by-"))
+            #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == tokens[0])
+        }
     }
 
     /// A process refreshing in a loop is killed at random moments, 30 times: the next launch
     /// always finds a session, with the token of the last refresh it acknowledged or the one
     /// in flight.
     @Test(.enabled(if: canRunFixtures))
-    func aKillDuringARefreshLeavesTheOldTokenOrTheNew() throws {
-        let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-0")))
-        var last = 0
-        for round in 1...30 {
-            let first = round * 10_000
-            let process = sessionWorker("refresh-loop", directory.path, "\(first)")
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-            usleep(UInt32.random(in: 0..<10_000))
-            _ = kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .uncaughtSignal, "kill \(round)")
-            let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let acknowledged = printed.split(separator: "\n").compactMap { $0.hasPrefix("refreshed ") ? Int($0.dropFirst(10)) : nil }.last
-            let session = try #require(try sharedSessions(in: directory.url).load()?.session, "kill \(round): never no session")
-            let number = try #require(Int(session.token.secret.dropFirst("token-".count)), "kill \(round): \(session.token)")
-            let expected = acknowledged ?? last
-            #expect(number == expected || number == (acknowledged.map { $0 + 1 } ?? first), "kill \(round): token-\(number), acknowledged \(expected)")
-            last = number
+    func aKillDuringARefreshLeavesTheOldTokenOrTheNew() async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-0")))
+            var last = 0
+            for round in 1...30 {
+                let first = round * 10_000
+                let process = sessionWorker("refresh-loop", directory.path, "\(first)")
+                let output = Pipe()
+                process.standardOutput = output
+                try process.run()
+                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+                usleep(UInt32.random(in: 0..<10_000))
+                _ = kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .uncaughtSignal, "kill \(round)")
+                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let acknowledged = printed.split(separator: "\n").compactMap { $0.hasPrefix("refreshed ") ? Int($0.dropFirst(10)) : nil }.last
+                let session = try #require(try sharedSessions(in: directory.url).load()?.session, "kill \(round): never no session")
+                let number = try #require(Int(session.token.secret.dropFirst("token-".count)), "kill \(round): \(session.token)")
+                let expected = acknowledged ?? last
+                #expect(number == expected || number == (acknowledged.map { $0 + 1 } ?? first), "kill \(round): token-\(number), acknowledged \(expected)")
+                last = number
+            }
         }
     }
 }
@@ -309,27 +316,29 @@ import Darwin
     /// legacy deletion): the token is always in one place or the other, and the next launch
     /// finishes the job.
     @Test(.enabled(if: canRunFixtures), arguments: 1...3)
-    func aKillAtAnyStepLosesNothing(step: Int) throws {
-        let directory = try TemporaryDirectory()
-        let legacyFile = directory.file("legacy.json")
-        try JSONFileStore(url: legacyFile).setData(Data("legacy-secret".utf8), forKey: "accessToken")
-        let process = sessionWorker("migrate", directory.path, legacyFile.path, "\(step)")
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal, "killed before write \(step)")
+    func aKillAtAnyStepLosesNothing(step: Int) async throws {
+        try await offThePool {
+            let directory = try TemporaryDirectory()
+            let legacyFile = directory.file("legacy.json")
+            try JSONFileStore(url: legacyFile).setData(Data("legacy-secret".utf8), forKey: "accessToken")
+            let process = sessionWorker("migrate", directory.path, legacyFile.path, "\(step)")
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationReason == .uncaughtSignal, "killed before write \(step)")
 
-        let legacy = try JSONFileStore(url: legacyFile)
-        let sessions = try sharedSessions(in: directory.url)
-        let inLegacy = try legacy.data(forKey: "accessToken") != nil
-        let inSessions = try sessions.load()?.session?.token.secret == "legacy-secret"
-        #expect(inLegacy || inSessions, "the token is somewhere")
+            let legacy = try JSONFileStore(url: legacyFile)
+            let sessions = try sharedSessions(in: directory.url)
+            let inLegacy = try legacy.data(forKey: "accessToken") != nil
+            let inSessions = try sessions.load()?.session?.token.secret == "legacy-secret"
+            #expect(inLegacy || inSessions, "the token is somewhere")
 
-        let result = try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
-        #expect(result == (inLegacy ? .migrated : .nothingToMigrate))
-        #expect(try legacy.data(forKey: "accessToken") == nil)
-        #expect(try sessions.load()?.session?.token.secret == "legacy-secret")
-        #expect(try sessions.load()?.session?.user == .ada)
+            let result = try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+            #expect(result == (inLegacy ? .migrated : .nothingToMigrate))
+            #expect(try legacy.data(forKey: "accessToken") == nil)
+            #expect(try sessions.load()?.session?.token.secret == "legacy-secret")
+            #expect(try sessions.load()?.session?.user == .ada)
+        }
     }
 }
 
