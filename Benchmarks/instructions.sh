@@ -26,8 +26,8 @@ count() {  # operation, iterations -> total instructions
 printf "%-26s %9s\n" operation "instr/op"
 for operation in read read-floor read-swift-dependencies feature-read feature-read-app lazy-read lazy-first-read scoped-read scope scope-burst scope-swift-dependencies \
     scope-tasklocal-box scope-tasklocal-copy-box push-pop push-pop-floor push-pop-locked-floor \
-    scope-rich scope-rich-tasklocal-copy-box push-pop-rich push-pop-rich-floor request-rich \
-    login-logout login-login switch-switch login-logout-floor request request-async request-bound request-bound-tasklocal request-floor request-tasklocal \
+    scope-rich scope-rich-tasklocal-copy-box push-pop-rich push-pop-rich-floor request-rich request-rich-tasklocal-environment \
+    login-logout login-login switch-switch login-logout-floor request request-async request-bound request-bound-tasklocal request-floor request-tasklocal request-tasklocal-environment \
     request-tasklocal-async request-swift-dependencies; do
     n=20000
     case $operation in

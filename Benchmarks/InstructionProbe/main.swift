@@ -227,6 +227,38 @@ let operations: [String: @Sendable (Int) -> Void] = [
             }
         }
     },
+    "request-tasklocal-environment": { count in
+        // The request row's work with the environment carried by a bare task-local: copy it,
+        // give it the request's session and clock, box it, bind it, read the three, unbind. The
+        // same work as a Habitat request scope, where `request-tasklocal` carries three values.
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            var environment = BareTaskLocal.box.environment
+            environment.setSession(user: user, token: AuthToken(token))
+            environment.now = { started }
+            BareTaskLocal.$box.withValue(EnvironmentBox(environment)) {
+                sink(BareTaskLocal.box.environment.currentUser?.id ?? 0)
+                sink(BareTaskLocal.box.environment.session?.token.secret.utf8.count ?? 0)
+                sink(Int(BareTaskLocal.box.environment.now().timeIntervalSince1970))
+            }
+        }
+    },
+    "request-rich-tasklocal-environment": { count in
+        // The same in the app-sized environment, beside `request-rich`.
+        for index in 0..<count {
+            let (user, token) = requestUsers[index % 1_000]
+            let started = Date(timeIntervalSince1970: Double(index))
+            var environment = RichLocal.box.environment
+            environment.setSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
+            environment.now = { started }
+            RichLocal.$box.withValue(RichBox(environment)) {
+                sink(RichLocal.box.environment.currentUser?.id ?? 0)
+                sink(RichLocal.box.environment.session?.token.secret.utf8.count ?? 0)
+                sink(Int(RichLocal.box.environment.now().timeIntervalSince1970))
+            }
+        }
+    },
     "request-rich": { count in
         // The request row in an app-sized environment (`RichApp`).
         for index in 0..<count {
