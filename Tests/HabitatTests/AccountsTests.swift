@@ -210,6 +210,7 @@ import Testing
 
 
 @Suite struct AccountObservationTests {
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment
     @Test @MainActor func anObserverSeesASwitchInOneStep() async throws {
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))

@@ -12,6 +12,7 @@
 import Foundation
 
 /// Two threads of their own, as a task executor, for the tests that block.
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 // Safe: `jobs` is read and written only with `condition` locked; the rest is immutable.
 final class BlockingThreads: TaskExecutor, @unchecked Sendable {
     static let shared = BlockingThreads(threads: 2)
@@ -49,7 +50,9 @@ final class BlockingThreads: TaskExecutor, @unchecked Sendable {
 /// Runs `body`, which blocks, on ``BlockingThreads``: waiting, if both are busy, for one of them.
 ///
 /// The test's task stays the same (only its executor changes), so `#expect` and `#require`
-/// inside `body` report to the test as usual.
+/// inside `body` report to the test as usual. Where task executors don't exist (Apple systems
+/// before 2024's), `body` blocks the pool's thread, as these tests did before.
 func offThePool<R>(_ body: () throws -> R) async throws -> R {
-    try await withTaskExecutorPreference(BlockingThreads.shared) { try body() }
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return try body() }
+    return try await withTaskExecutorPreference(BlockingThreads.shared) { try body() }
 }

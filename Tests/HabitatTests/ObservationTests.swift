@@ -16,6 +16,7 @@ import Testing
     /// there, and process tests that waited in them synchronously held both for over 100 s.
     /// They wait on ``BlockingThreads`` now, but under the thread sanitizer the whole suite
     /// still shares two cores for two minutes.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     private func observer<T>(
         of read: @escaping @MainActor () -> T,
         isToldOf change: () throws -> Void,
@@ -27,6 +28,7 @@ import Testing
         return await firstOf(told, orAfter: limit)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     private func firstOf(_ stream: AsyncStream<Void>, orAfter limit: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { for await _ in stream { return true }; return false }
@@ -38,12 +40,14 @@ import Testing
     }
 
     /// Lets the object's follower task apply every change made so far.
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     private func settle(_ stack: EnvironmentStack<TestApp>, _ object: ObservableEnvironment<TestApp>) async {
         while object.config != stack.current.config || object.session != stack.current.session {
             await Task.yield()
         }
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     @Test func loginAndLogoutAreObserved() async throws {
         let stack = makeStack()
         let object = ObservableEnvironment(stack)
@@ -57,6 +61,7 @@ import Testing
         #expect(!object.isLoggedIn)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     @Test func userAndConfigUpdatesAreObserved() async throws {
         let stack = makeStack()
         stack.login(user: .ada, token: AuthToken("t"))
@@ -69,6 +74,7 @@ import Testing
         #expect(object.config.timeout == 5)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     @Test func restoreAndRefreshAreObserved() async throws {
         let sessions = SessionStore<TestApp>.inMemory()
         let saving = makeStack()
@@ -92,6 +98,7 @@ import Testing
         #expect(!object.isRestored)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     @Test func anObjectMadeInAScopeFollowsTheScopeUntilItEnds() async throws {
         let stack = makeStack()
         let outside = ObservableEnvironment(stack)
@@ -114,6 +121,7 @@ import Testing
         #expect(inside.config.timeout == 1)
     }
 
+    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     @Test func aReleasedObjectStopsFollowing() async throws {
         let stack = makeStack()
         #expect(stack.changeSubscriberCount == 0)
