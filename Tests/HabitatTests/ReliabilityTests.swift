@@ -26,16 +26,9 @@ import Darwin
             for kill in 1...100 {
                 let first = kill * 100_000
                 let process = storeWorker("save-loop", directory.path, "\(first)")
-                let output = Pipe()
-                process.standardOutput = output
-                try process.run()
-                // Wait for its first acknowledged save, then let it run a random while.
-                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-                usleep(UInt32(generator.next() % 20_000))
-                _ = Glibc_kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                // Killed at a random moment after its first acknowledged save.
+                let printed = try killAfterFirstOutput(process, plus: UInt32(generator.next() % 20_000))
                 #expect(process.terminationReason == .uncaughtSignal, "kill \(kill)")
-                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 let acknowledged = try #require(
                     printed.split(separator: "\n").compactMap { $0.hasPrefix("saved ") ? Int($0.dropFirst(6)) : nil }.last,
                     "kill \(kill): the child acknowledged a save"
@@ -160,14 +153,7 @@ import Darwin
             var generator = SplitMix(seed: 7)
             for kill in 1...50 {
                 let signer = sessionWorker("sign-in-out-loop", directory.path, "\(kill * 100_000)")
-                let output = Pipe()
-                signer.standardOutput = output
-                try signer.run()
-                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-                usleep(UInt32(generator.next() % 20_000))
-                _ = Glibc_kill(signer.processIdentifier, SIGKILL)
-                signer.waitUntilExit()
-                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let printed = try killAfterFirstOutput(signer, plus: UInt32(generator.next() % 20_000))
                 let last = try #require(printed.split(separator: "\n").last.map(String.init), "kill \(kill): the signer acknowledged a save")
                 let sessions = try sharedSessions(in: directory.url)
                 let session = try sessions.load()?.session

@@ -226,15 +226,8 @@ import Darwin
             for round in 1...30 {
                 let first = round * 10_000
                 let process = sessionWorker("refresh-loop", directory.path, "\(first)")
-                let output = Pipe()
-                process.standardOutput = output
-                try process.run()
-                let firstByte = output.fileHandleForReading.readData(ofLength: 1)
-                usleep(UInt32.random(in: 0..<10_000))
-                _ = kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                let printed = try killAfterFirstOutput(process, plus: UInt32.random(in: 0..<10_000))
                 #expect(process.terminationReason == .uncaughtSignal, "kill \(round)")
-                let printed = String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                 let acknowledged = printed.split(separator: "\n").compactMap { $0.hasPrefix("refreshed ") ? Int($0.dropFirst(10)) : nil }.last
                 let session = try #require(try sharedSessions(in: directory.url).load()?.session, "kill \(round): never no session")
                 let number = try #require(Int(session.token.secret.dropFirst("token-".count)), "kill \(round): \(session.token)")

@@ -13,6 +13,12 @@ import Foundation
 import Habitat
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Whether this platform can run a fixture of this bundle in a child process.
 let canRunFixtures: Bool = {
     #if os(Linux)
@@ -32,6 +38,20 @@ func fixtureProcess(_ fixture: String, environment: [String: String]) -> Process
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     process.standardError = FileHandle.nullDevice
     return process
+}
+
+/// Starts `process`, waits for its first byte of output (its first acknowledged write), lets it
+/// run `microseconds` more, kills it with SIGKILL and waits for it: what the crash harnesses do
+/// each round. Returns everything it printed.
+func killAfterFirstOutput(_ process: Process, plus microseconds: UInt32) throws -> String {
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let firstByte = output.fileHandleForReading.readData(ofLength: 1)
+    usleep(microseconds)
+    _ = kill(process.processIdentifier, SIGKILL)
+    process.waitUntilExit()
+    return String(decoding: firstByte + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
 }
 
 /// A store worker: `fixtureProcess("storeWorker", …)` with its arguments.
