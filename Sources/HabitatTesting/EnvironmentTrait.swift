@@ -32,7 +32,8 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        try await OpenTestScopes.shared.with("\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))") {
+        let name = "\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))"
+        try await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
             // NB: a whole environment never reads the stack: in a test run, the stack outside
             // every test's scope is the live world, which a test must not reach.
             if let environment {

@@ -13,7 +13,7 @@ public enum TestContextReporter: _HabitatTestReporting {
     /// per set of open test scopes.
     public static func liveWorldReached(stack: String, openScopes: Int) {
         let test = Test.current?.name ?? XCTestWatcher.shared.running
-        let scopes = OpenTestScopes.shared.names
+        let (scopes, soleScope) = OpenTestScopes.shared.snapshot
         let escaped = test == nil && openScopes > 0
         let message = escaped
             ? "escaped scope: \(stack) was read outside every scope, from work that left its test's task "
@@ -29,6 +29,10 @@ public enum TestContextReporter: _HabitatTestReporting {
             return
         } else if let current = Test.current, CapturedTestFailures.current == nil {
             Issue.record(Comment(rawValue: message), sourceLocation: current.sourceLocation)
+        } else if escaped, let soleScope {
+            // NB: no test is current in escaped work, so the issue has no test to go to; at the
+            // one open test's declaration it points at the user's code, not at this file.
+            Issue.record(Comment(rawValue: message), sourceLocation: soleScope)
         } else {
             reportTestFailure(message)
         }
@@ -46,27 +50,35 @@ final class Reported: @unchecked Sendable {
     func insert(_ key: String) -> Bool { lock.withLock { keys.insert(key).inserted } }
 }
 
-/// The tests that run inside an environment scope now, by name and where the scope began.
-final class OpenTestScopes: @unchecked Sendable {
+/// The tests that run inside an environment scope now, by name and, for Swift Testing's, where
+/// the test is declared.
+package final class OpenTestScopes: @unchecked Sendable {
     // Safe: `open` is read and written only with `lock` held.
     static let shared = OpenTestScopes()
     private let lock = NSLock()
-    private var open: [UUID: String] = [:]
+    private var open: [UUID: (name: String, location: SourceLocation?)] = [:]
 
-    var names: [String] { lock.withLock { open.values.sorted() } }
+    package init() {}
+
+    /// The open scopes' names, sorted, and where the test of the only open scope is declared:
+    /// `nil` when several are open (tests run in parallel, and which one's work escaped can't
+    /// be told), or when the only one is an XCTest test's.
+    package var snapshot: (names: [String], soleLocation: SourceLocation?) {
+        lock.withLock { (open.values.map(\.name).sorted(), open.count == 1 ? open.values.first?.location : nil) }
+    }
 
     /// Runs `body` with `name` among the open test scopes.
-    func with<R>(_ name: String, _ body: () async throws -> R) async rethrows -> R {
+    package func with<R>(_ name: String, at location: SourceLocation? = nil, _ body: () async throws -> R) async rethrows -> R {
         let key = UUID()
-        lock.withLock { open[key] = name }
+        lock.withLock { open[key] = (name, location) }
         defer { _ = lock.withLock { open.removeValue(forKey: key) } }
         return try await body()
     }
 
     /// Runs `body` with `name` among the open test scopes.
-    func with<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
+    package func with<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
         let key = UUID()
-        lock.withLock { open[key] = name }
+        lock.withLock { open[key] = (name, nil) }
         defer { _ = lock.withLock { open.removeValue(forKey: key) } }
         return try body()
     }
