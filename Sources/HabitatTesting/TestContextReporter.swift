@@ -10,7 +10,7 @@ import XCTest
 public enum TestContextReporter: _HabitatTestReporting {
     /// Fails the test that read the live world of `stack`, once per test, at the test's own
     /// line; a read from work that escaped a test's scope is reported as "escaped scope", once
-    /// per set of open test scopes.
+    /// per set of open test scopes, at the open test's declaration when only one is open.
     public static func liveWorldReached(stack: String, openScopes: Int) {
         let test = Test.current?.name ?? XCTestWatcher.shared.running
         let (scopes, soleScope) = OpenTestScopes.shared.snapshot
