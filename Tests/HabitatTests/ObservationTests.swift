@@ -28,7 +28,6 @@ import Testing
         return await firstOf(told, orAfter: limit)
     }
 
-    @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
     private func firstOf(_ stream: AsyncStream<Void>, orAfter limit: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { for await _ in stream { return true }; return false }
