@@ -28,25 +28,6 @@ let package = Package(
         .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
-        // A main-actor app, as Xcode 26 creates them, tested in both frameworks.
-        .target(
-            name: "MainActorApp",
-            dependencies: ["Habitat"],
-            path: "Examples/MainActorApp/Sources/MainActorApp",
-            swiftSettings: [.defaultIsolation(MainActor.self)]
-        ),
-        .testTarget(
-            name: "MainActorAppTests",
-            dependencies: ["MainActorApp", "HabitatTesting"],
-            path: "Examples/MainActorApp/Tests/MainActorAppTests",
-            swiftSettings: [.defaultIsolation(MainActor.self)]
-        ),
-        .testTarget(
-            name: "MainActorAppXCTests",
-            dependencies: ["MainActorApp", "HabitatTesting"],
-            path: "Examples/MainActorApp/Tests/MainActorAppXCTests"
-        ),
-
         // NB: tests that need a child process run a fixture test of the test bundle itself
         // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
         .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting"]),

@@ -22,12 +22,21 @@ App blocks never import a test framework or HabitatTesting; test blocks always i
 A block may instead name a file of another package CI builds and tests (`Examples/ModularApp/...`,
 `Examples/Server/...`, `Integrations/...`): it must be in that file, verbatim.
 
-A block that can't compile here says so on the line above its fence, with a reason, and is the
-only kind that may name no file:
-    <!-- not compiled: SwiftUI exists only on Apple platforms -->
+A block that compiles only for Apple (it imports SwiftUI, UIKit...) says so on the line above its
+fence and names its app file like the others:
+    <!-- Apple only: UIKit exists only on Apple platforms -->
+On Linux it is listed, not compiled. `--apple` compiles it for iOS and macOS with
+../shared/tools/apple-check (an SDK mirror in $APPLE_SDK_MIRROR), in a copy of the article's app
+target, wrapped in `#if canImport(<the Apple module it imports>)`; the article's other app blocks
+join it there, so their `#if canImport(Security)` branches are checked for Apple too.
+Scripts/check-apple.sh runs that mode.
+
+A block no check can compile says so, with a reason, and is the only kind that may name no file:
+    <!-- not compiled: a Package.swift fragment -->
 Any other block that names no file, fails to compile or run, or whose tests fail, fails this script.
 
-    python3 Scripts/check-docs.py
+    python3 Scripts/check-docs.py            # every block, on this machine
+    python3 Scripts/check-docs.py --apple    # the app blocks, for Apple (needs $APPLE_SDK_MIRROR)
 """
 import os
 import pathlib
@@ -38,9 +47,13 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / ".build-docs"
+APPLE_OUT = ROOT / ".build-docs-apple"
+APPLE_CHECK = pathlib.Path(os.environ.get("APPLE_CHECK", ROOT.parent / "shared" / "tools" / "apple-check"))
 QUICKSTART = ROOT / "Examples" / "QuickStart"
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "Sources").glob("*/*.docc/**/*.md"))
 SKIP = re.compile(r"<!--\s*not compiled:\s*(\S.*?)\s*-->")
+APPLE_ONLY = re.compile(r"<!--\s*Apple only:\s*(\S.*?)\s*-->")
+APPLE_MODULE = re.compile(r"^import (SwiftUI|UIKit|AppKit|WidgetKit|Security)\b", re.M)
 PLACED = re.compile(r"`((Sources|Tests)/([^/`]+)/([^`]+\.swift))`")
 # The other packages CI builds and tests (Examples/ModularApp, Examples/Server,
 # Integrations/...): a block naming one of their files must be in it, verbatim.
@@ -54,7 +67,7 @@ def fail(message):
 
 
 def blocks(path):
-    """(line, code, skip reason or None, placement path or None) for every ```swift block."""
+    """(line, code, skip reason, placement, Apple-only reason) for every ```swift block."""
     lines = path.read_text().splitlines()
     found = []
     index = 0
@@ -64,6 +77,11 @@ def blocks(path):
             while above >= 0 and not lines[above].strip():
                 above -= 1
             skip = SKIP.search(lines[above]) if above >= 0 else None
+            apple = APPLE_ONLY.search(lines[above]) if above >= 0 else None
+            if apple:  # the file is named in the paragraph above the marker
+                above -= 1
+                while above >= 0 and not lines[above].strip():
+                    above -= 1
             paragraph = []
             while above >= 0 and lines[above].strip():
                 paragraph.insert(0, lines[above])
@@ -74,7 +92,8 @@ def blocks(path):
             while end < len(lines) and lines[end].strip() != "```":
                 end += 1
             code = "\n".join(lines[index + 1:end])
-            found.append((index + 1, code, skip.group(1) if skip else None, places[-1] if places else None))
+            found.append((index + 1, code, skip.group(1) if skip else None, places[-1] if places else None,
+                          apple.group(1) if apple else None))
             index = end
         index += 1
     return found
@@ -111,13 +130,18 @@ def in_quickstart(path, code):
     return file.exists() and code.strip() in file.read_text()
 
 
-def main():
-    if OUT.exists():
-        for child in OUT.iterdir():
+def clean(directory):
+    if directory.exists():
+        for child in directory.iterdir():
             if child.name != ".build":
                 shutil.rmtree(child) if child.is_dir() else child.unlink()
-    OUT.mkdir(exist_ok=True)
-    targets, programs, skipped, report, total = [], [], [], [], 0
+    directory.mkdir(exist_ok=True)
+
+
+def generate():
+    """Writes the articles' blocks into OUT's targets; returns what the builds need."""
+    clean(OUT)
+    targets, programs, skipped, report, apple, total = [], [], [], [], [], 0
     app_sources = sorted((QUICKSTART / "Sources" / "MyApp").glob("*.swift"))
     for doc in DOCS:
         found = blocks(doc)
@@ -127,8 +151,17 @@ def main():
         name = module_name(doc)
         app, tests, program = OUT / f"{name}App", OUT / f"{name}Tests", OUT / f"{name}Program"
         main_code = []
-        for number, (line, code, skip, place) in enumerate(found):
+        for number, (line, code, skip, place, apple_only) in enumerate(found):
             total += 1
+            if apple_only:
+                module = APPLE_MODULE.search(code)
+                if place is None or place[2] != "MyApp" or module is None:
+                    fail(f"{relative}:{line}: an Apple-only block is app code (name its file in `Sources/MyApp/...`) "
+                         "that imports the Apple module it needs (SwiftUI, UIKit, AppKit, WidgetKit, Security)")
+                apple.append((name, f"// {relative}:{line}\n#if canImport({module.group(1)})\n{code}\n#endif\n"))
+                report.append(f"  {relative}:{line}: {place[0]}: for Apple only ({apple_only}), where "
+                              f"{module.group(1)} exists: by `check-docs.py --apple` (Scripts/check-apple.sh), not here")
+                continue
             if skip:
                 skipped.append(f"{relative}:{line} ({skip})")
                 report.append(f"  {relative}:{line}: not compiled ({skip})")
@@ -140,7 +173,9 @@ def main():
                 file = ROOT / place[0]
                 if not file.exists() or code.strip() not in file.read_text():
                     fail(f"{relative}:{line}: the block is not in {place[0]}, verbatim")
-                report.append(f"  {relative}:{line}: {place[0]}: verbatim (built and tested by CI)")
+                how = ("type-checked for Apple by Scripts/check-apple.sh" if place[0].startswith("Examples/SwiftUIApp/")
+                       else "built and tested by CI")
+                report.append(f"  {relative}:{line}: {place[0]}: verbatim ({how})")
                 continue
             role, path = check_placement(relative, line, code, place)
             if doc.name == "README.md":
@@ -181,8 +216,13 @@ def main():
         if tests.exists():
             targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}App", testing], path: "{name}Tests"),')
 
+    write_package(OUT, targets)
+    return targets, programs, skipped, report, apple, total
+
+
+def write_package(directory, targets):
     package = ROOT.name.lower()
-    (OUT / "Package.swift").write_text(f'''// swift-tools-version:6.2
+    (directory / "Package.swift").write_text(f'''// swift-tools-version:6.2
 // Generated by Scripts/check-docs.py from the documentation's code blocks. Do not edit.
 import PackageDescription
 
@@ -200,7 +240,36 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 ''')
-    print(f"docs: {total} swift blocks, {total - len(skipped)} compiled where they say they go, {len(skipped)} marked not compiled:")
+
+
+def check_apple(apple, report):
+    """The articles' app targets and their Apple-only blocks, type-checked for iOS and macOS."""
+    mirror = os.environ.get("APPLE_SDK_MIRROR")
+    if not mirror:
+        fail("--apple needs $APPLE_SDK_MIRROR: a git mirror of seayou2468-web/maciOS (../shared/tools/README.md)")
+    clean(APPLE_OUT)
+    targets = []
+    for app in sorted(OUT.glob("*App")):
+        shutil.copytree(app, APPLE_OUT / app.name)
+        targets.append(f'        .target(name: "{app.name}", dependencies: [habitat, keychain], path: "{app.name}"),')
+    for number, (name, code) in enumerate(apple):
+        (APPLE_OUT / f"{name}App" / f"AppleOnly{number:02}.swift").write_text(code)
+    write_package(APPLE_OUT, targets)
+    run(str(APPLE_CHECK), "--mirror", mirror, "--targets", "ios16,ios17,macos13,macos14", str(ROOT), str(APPLE_OUT), cwd=ROOT)
+    print("\n".join(line for line in report if "for Apple only" in line).replace(
+        "by `check-docs.py --apple` (Scripts/check-apple.sh), not here", "type-checked at iOS 17 and macOS 14"))
+    print(f"docs: {len(apple)} Apple-only blocks and {len(targets)} articles' app code type-checked for iOS and macOS, "
+          "without errors or warnings")
+
+
+def main():
+    targets, programs, skipped, report, apple, total = generate()
+    if sys.argv[1:] == ["--apple"]:
+        return check_apple(apple, report)
+    if sys.argv[1:]:
+        fail("usage: check-docs.py [--apple]")
+    print(f"docs: {total} swift blocks, {total - len(skipped) - len(apple)} compiled where they say they go, "
+          f"{len(apple)} for Apple only (Scripts/check-apple.sh), {len(skipped)} marked not compiled:")
     print("\n".join(report), flush=True)
 
     # The README's app: built, tested, and run twice from a fresh data directory.
@@ -227,7 +296,7 @@ let package = Package(
     for program in programs:
         run("swift", "run", "--skip-build", program, cwd=OUT)
     run("swift", "test", "--skip-build", cwd=OUT)
-    print(f"docs: {total - len(skipped)} blocks compiled where they say they go, without warnings; "
+    print(f"docs: {total - len(skipped) - len(apple)} blocks compiled where they say they go, without warnings; "
           f"the QuickStart ran twice; {len(programs)} article programs ran; the tests passed")
 
 

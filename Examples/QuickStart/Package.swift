@@ -15,7 +15,7 @@ let habitat = URL(fileURLWithPath: Context.packageDirectory)
 
 let package = Package(
     name: "QuickStart",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [.executable(name: "my-app", targets: ["my-app"])],
     dependencies: [.package(path: "../..")],
     targets: [

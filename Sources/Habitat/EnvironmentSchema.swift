@@ -22,7 +22,7 @@ public import Foundation
 /// }
 /// ```
 ///
-/// `User` defaults to `Never` (nobody ever signs in) and `Config` to ``NoConfig``. When `Config`
+/// `User` defaults to ``NoUser`` (nobody ever signs in) and `Config` to ``NoConfig``. When `Config`
 /// conforms to ``DefaultConfig``, environments can be made without naming one. Don't name the
 /// schema after your module (`enum MyApp` in module `MyApp`): `MyApp.Account` would then name a
 /// member of the enum, not the module's type.
@@ -32,9 +32,9 @@ public import Foundation
 public protocol EnvironmentSchema: SendableMetatype {
     /// The app's dependencies: API client, analytics, storage. Often a struct of closures.
     associatedtype Services: Sendable
-    /// The signed-in user. `Codable` so a session can be saved and restored. `Never` by
+    /// The signed-in user. `Codable` so a session can be saved and restored. ``NoUser`` by
     /// default: an app without sessions.
-    associatedtype User: Codable & Sendable = Never
+    associatedtype User: Codable & Sendable = NoUser
     /// Server or app configuration: feature flags, endpoints, limits. ``NoConfig`` by default.
     associatedtype Config: Codable & Sendable = NoConfig
 
@@ -142,6 +142,31 @@ extension EnvironmentSchema where Services: SessionDependent, Services.User == U
 public protocol DefaultConfig: Codable, Sendable {
     /// The default configuration.
     init()
+}
+
+/// The user of an app that signs nobody in: the default of ``EnvironmentSchema/User``.
+///
+/// It has no values, so a session of it can't be made: `login` can't be called, and a saved
+/// session can't decode into it (decoding throws `DecodingError.typeMismatch`).
+///
+/// NB: not `Never`, whose `Codable` conformance needs iOS 17 / macOS 14 / tvOS 17 / watchOS 10:
+/// as the default it broke every services-only schema at the iOS 16 / macOS 13 Habitat supports.
+public enum NoUser: Codable, Sendable, Hashable {
+    /// Always throws: there is no user to decode.
+    /// - Parameter decoder: The decoder; nothing is read from it.
+    /// - Throws: `DecodingError.typeMismatch`.
+    public init(from decoder: any Decoder) throws {
+        throw DecodingError.typeMismatch(
+            NoUser.self,
+            DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "this app's schema signs nobody in (User is NoUser)")
+        )
+    }
+
+    /// Never called: there is no value to encode.
+    /// - Parameter encoder: The encoder.
+    public func encode(to encoder: any Encoder) throws {
+        switch self {}
+    }
 }
 
 /// The configuration of an app that keeps none: the default of ``EnvironmentSchema/Config``.

@@ -14,7 +14,7 @@ let habitat = URL(fileURLWithPath: Context.packageDirectory)
 
 let package = Package(
     name: "ModularApp",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [.executable(name: "modular-app", targets: ["modular-app"])],
     dependencies: [
         .package(path: "../../.."),

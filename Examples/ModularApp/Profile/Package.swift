@@ -12,7 +12,7 @@ let habitat = URL(fileURLWithPath: Context.packageDirectory)
 
 let package = Package(
     name: "ProfileFeature",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [.library(name: "ProfileFeature", targets: ["ProfileFeature"])],
     dependencies: [.package(path: "../../..")],
     targets: [

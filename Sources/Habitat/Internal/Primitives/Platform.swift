@@ -52,7 +52,9 @@ final class Locked<Value>: ManagedBuffer<Value, PlatformMutex> {
             let status = pthread_mutex_destroy(mutex)
             precondition(status == 0, "pthread_mutex_destroy failed with \(status): the mutex is still locked")
             #endif
-            mutex.deinitialize(count: 1)
+            // NB: `_ =` keeps the closure's result `Void` on Darwin too, where the `#if` leaves
+            // this as its only expression (and the call's pointer result would be unused).
+            _ = mutex.deinitialize(count: 1)
         }
     }
 
