@@ -30,7 +30,7 @@ let package = Package(
 
         // NB: tests that need a child process run a fixture test of the test bundle itself
         // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting"]),
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting", "HabitatKeychain"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
         .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting"]),

@@ -177,3 +177,11 @@ final class MockRecorder<Operation: Sendable>: @unchecked Sendable {
         return body(&values)
     }
 }
+
+extension MockSecretStore: CustomReflectable {
+    /// The names of the secrets held and the operations so far, never the secrets, so `dump`
+    /// and reflection-based printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keys": keys.sorted(), "operations": operations], displayStyle: .class)
+    }
+}

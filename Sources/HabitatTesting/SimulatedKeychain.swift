@@ -199,3 +199,11 @@ public final class SimulatedKeychain: @unchecked Sendable {
         }
     }
 }
+
+extension SimulatedKeychain: CustomReflectable {
+    /// The device's state and the calls so far, never an item's data, so `dump` and
+    /// reflection-based printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["device": device, "calls": receivedCalls], displayStyle: .class)
+    }
+}

@@ -21,6 +21,16 @@ struct KnownSession: Sendable, Equatable {
     }
 }
 
+// NB: it holds the token, and a `SessionSnapshot` holds it: no printing path (`print`,
+// `dump`, `String(reflecting:)`, a `Mirror` walk) may show more than which pairs it names.
+extension KnownSession: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    var description: String { "KnownSession(<redacted>)" }
+    var debugDescription: String { description }
+    var customMirror: Mirror {
+        Mirror(self, children: ["pairID": pairID as Any, "accounts": others.keys.sorted(), "active": active as Any], displayStyle: .struct)
+    }
+}
+
 /// What a knowing save did.
 enum SaveOutcome<App: EnvironmentSchema>: Sendable {
     /// Saved as asked; the store holds `now`.

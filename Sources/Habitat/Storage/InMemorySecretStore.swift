@@ -22,3 +22,11 @@ public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
         lock.withLock { Array(secrets.keys) }
     }
 }
+
+extension InMemorySecretStore: CustomReflectable {
+    /// The names of the secrets held, never their values, so `dump` and reflection-based
+    /// printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["keys": keys.sorted()], displayStyle: .class)
+    }
+}
