@@ -30,6 +30,8 @@ let package = Package(
         // transport.
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", exact: "1.13.4"),
         .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird.git", exact: "2.1.0"),
+        // The members' passwords: PBKDF2 (_CryptoExtras) and constant-time comparison.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         // Only for the load test's swift-dependencies variant.
         .package(url: "https://github.com/pointfreeco/swift-dependencies.git", exact: "1.17.1"),
     ],
@@ -46,6 +48,8 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
                 .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .executableTarget(name: "HabitatServer", dependencies: ["ServerApp"]),

@@ -21,6 +21,9 @@ loopback only), a fake upstream token server, and three instances; runs the add-
   5. killing the instance that holds a refresh lease lets another refresh after the deadline;
   6. a database that goes away answers 503 with a clear message, never a wrong member, and the
      fleet serves again once it is back;
+  7. an upstream that trickles its answer past the refresh lease gets no refresh token spent
+     twice across three instances: the holder gives up at its deadline (half the lease) and
+     ends the session, so nobody replays its token;
 
 prints the figures (and queries per request), and stops everything, whatever happens.
 """
@@ -60,6 +63,7 @@ class Upstream:
         self.used = set()
         self.reused = 0
         self.hang = threading.Event()   # set: the next calls block until it is cleared
+        self.trickle = threading.Event()   # set: answers trickle out a byte every 0.5 s (10 s)
         self.hanging = threading.Event()
         upstream = self
 
@@ -98,6 +102,17 @@ class Upstream:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if upstream.trickle.is_set():
+                    # Processed (the token is spent): the answer's first 20 bytes take 10 s.
+                    try:
+                        for i in range(20):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                        self.wfile.write(data[20:])
+                    except OSError:
+                        pass   # the caller gave up
+                    return
                 self.wfile.write(data)
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -307,6 +322,25 @@ def main():
             recovered = status == 200 and body["name"] == "Ada Lovelace"
             time.sleep(0.2)
         check(recovered, "the fleet serves again once the database is back")
+
+        print("== 7. an upstream that trickles its answer past the refresh lease", flush=True)
+        four = Instance(binary, cluster.url, upstream.url, log_dir, 4)   # in place of the killed one
+        instances.append(four)
+        lin = sign_in(two, "grace", "cobol")   # a session whose refresh token is unspent
+        calls_before, reused_before = len(upstream.calls), upstream.reused
+        upstream.trickle.set()
+        started = time.time()
+        with ThreadPoolExecutor(max_workers=9) as pool:
+            answers = list(pool.map(lambda n: (four, two, three)[n % 3].request("GET", "/me/upstream", lin, timeout=60), range(9)))
+        answered_in = time.time() - started
+        time.sleep(LEASE_SECONDS + 1)   # past any lease: a lapsed holder would let another spend it now
+        status_after, _ = three.request("GET", "/me/upstream", lin)
+        upstream.trickle.clear()
+        check(all(status == 401 for status, _ in answers), f"every caller is told to sign in again ({[s for s, _ in answers]})")
+        check(answered_in < LEASE_SECONDS * 2, f"within the deadline, not the trickle's 10 s ({answered_in:.1f} s)")
+        check(status_after == 401, f"the session stays ended after the lease would have lapsed ({status_after})")
+        check(len(upstream.calls) - calls_before == 1 and upstream.reused == reused_before,
+              f"one upstream call, no refresh token spent twice ({len(upstream.calls) - calls_before} calls, {upstream.reused - reused_before} reused)")
 
         print("== figures", flush=True)
         print(f"  statements per request: GET /me {queries_me:.2f}; POST /me/visits one at a time {queries_visit:.2f}, "

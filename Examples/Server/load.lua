@@ -1,4 +1,5 @@
--- wrk script for the load test: each request signs as one of 1,000 members (token "tok-<id>"),
+-- wrk script for the load test: each request signs as one of 1,000 members (token
+-- "tok-<id>-<secret>", the secret this run's HABITAT_LOAD_TEST_SECRET, as load.sh sets it),
 -- and each response must echo, as the member it read from its environment after an await, the
 -- member whose token was sent. Mismatches are counted per thread and printed at the end.
 local threads = {}
@@ -13,9 +14,11 @@ function init(args)
   math.randomseed(os.time() + tonumber(tostring(args):match("0x(%x+)") or "0", 16) % 1000)
 end
 
+local secret = os.getenv("HABITAT_LOAD_TEST_SECRET") or ""
+
 function request()
   local id = math.random(1, 1000)
-  return wrk.format("GET", "/load/me", { ["Authorization"] = "Bearer tok-" .. id })
+  return wrk.format("GET", "/load/me", { ["Authorization"] = "Bearer tok-" .. id .. "-" .. secret })
 end
 
 function response(status, headers, body)

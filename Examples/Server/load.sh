@@ -54,6 +54,10 @@ if [ -z "$server" ]; then
 fi
 raw=$(mktemp)
 ticks=$(getconf CLK_TCK)
+# The load-test tokens (`tok-<id>-<secret>`) exist only in the servers this script starts with
+# --load-test, on loopback, with a secret of this run's own.
+HABITAT_LOAD_TEST_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export HABITAT_LOAD_TEST_SECRET
 database= cluster=
 trap 'rm -f "$raw"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; [ -n "$cluster" ] && python3 throwaway_postgres.py stop "$cluster"; true' EXIT
 if [ "$postgres" = 1 ]; then
@@ -97,8 +101,8 @@ variants=(floor tasklocal swift-dependencies habitat habitat-bound)
 [ "$postgres" = 1 ] && variants+=(habitat-postgres)
 arguments() {  # the server's arguments for a variant
     case $1 in
-        habitat-postgres) echo "--variant habitat-sessions --backend postgres --database $database" ;;
-        *) echo "--variant $1" ;;
+        habitat-postgres) echo "--load-test --variant habitat-sessions --backend postgres --database $database" ;;
+        *) echo "--load-test --variant $1" ;;
     esac
 }
 echo -e "pass\tvariant\tconnections\trequests_per_s\tp50_ms\tp99_ms\tpeak_rss_mb\trequests\tmismatches\tcpu_us_per_request\tdb_cpu_us_per_request\tqueries_per_request" > "$raw"

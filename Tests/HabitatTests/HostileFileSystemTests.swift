@@ -187,7 +187,10 @@ import Darwin
 
     // MARK: What a crash leaves
 
-    @Test func temporaryFilesOfDeadWritersAreRemovedOnOpenAndLiveOnesKept() async throws {
+    /// Under the writers' lock no writer is mid-write, so every temporary file is stale, whatever
+    /// process id it names: a dead writer's, or one whose id a new process now has (a token
+    /// copy once outlived logout that way).
+    @Test func temporaryFilesAreRemovedOnOpenWhateverProcessTheyName() async throws {
         try await offThePool {
             let directory = try TemporaryDirectory()
             let dead = try deadProcessID()
@@ -203,14 +206,18 @@ import Darwin
             }
             let secretsDirectory = directory.file("secrets")
             try FileManager.default.createDirectory(at: secretsDirectory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            let stale = [directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2")]
-            let alive = [directory.file(".store.json.tmp-\(live.processIdentifier)-3")]
-            for file in stale + alive { try Data("token-stale".utf8).write(to: file) }
+            let stale = [
+                directory.file(".store.json.tmp-\(dead)-1"), secretsDirectory.appendingPathComponent(".token.tmp-\(dead)-2"),
+                directory.file(".store.json.tmp-\(live.processIdentifier)-3"),
+                secretsDirectory.appendingPathComponent(".token.tmp-\(live.processIdentifier)-4"),
+            ]
+            let others = [directory.file(".other.json.tmp-\(dead)-5")]   // another file's: its own store's lock covers it
+            for file in stale + others { try Data("token-stale".utf8).write(to: file) }
 
             _ = try JSONFileStore(url: directory.file("store.json"))
             _ = try FileSecretStore(directory: secretsDirectory)
             for file in stale { #expect(!FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) removed") }
-            for file in alive { #expect(FileManager.default.fileExists(atPath: file.path), "a live writer's file is left alone") }
+            for file in others { #expect(FileManager.default.fileExists(atPath: file.path), "\(file.lastPathComponent) left to its store") }
         }
     }
 

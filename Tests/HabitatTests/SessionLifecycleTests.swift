@@ -171,6 +171,7 @@ import Darwin
         #expect(!SessionLock.isHeld("\(getpid()) nonce \(later - 120)"), "past its deadline")
         #expect(!SessionLock.isHeld("999999999 nonce \(later)"), "its process is gone")
         #expect(!SessionLock.isHeld("garbage"), "not a lease")
+        #expect(!SessionLock.isHeld("\(getpid()) nonce \(later + 3_600)"), "a deadline further away than a lease lasts: planted")
     }
 
     @Test func twoStacksOnOneStoreShareOneRefresh() async throws {

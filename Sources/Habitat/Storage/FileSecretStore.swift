@@ -10,12 +10,15 @@ public import Foundation
 /// Deleting a secret unlinks its file, and any temporary file a killed writer left for it.
 /// Error messages name the file, never the secret.
 ///
-/// The directory is trusted only while nobody else can change it, as OpenSSH's `StrictModes`
-/// asks of `~/.ssh`: every read and write first checks that it is not a symbolic link, is owned
-/// by this user and is writable by nobody else, and throws
-/// ``StoreError/untrustedDirectory(path:reason:)`` otherwise. Secret files are opened without
-/// following symbolic links and must be regular files of at most ``maximumSecretSize`` bytes.
-/// Writers in several processes take turns on a lock file (`.lock`) in the directory.
+/// The directory is trusted only while nobody else can read or change it, as OpenSSH's
+/// `StrictModes` asks of `~/.ssh`: it is opened once, without following symbolic links, and must
+/// be owned by this user and closed to everyone else (`0700`), under ancestors owned by root or
+/// this user that nobody else can write (a sticky `/tmp` is fine); it throws
+/// ``StoreError/untrustedDirectory(path:reason:)`` otherwise, naming the directory at fault.
+/// Every secret file is then reached through that open directory, never by its path again, so
+/// a directory swapped for a symbolic link afterwards changes nothing. Secret files are opened
+/// without following symbolic links and must be regular files of at most ``maximumSecretSize``
+/// bytes. Writers in several processes take turns on a lock file (`.lock`) in the directory.
 // Safe: every property is immutable, and `lock` serialises this process's file access.
 public final class FileSecretStore: SecretStore, @unchecked Sendable {
 
@@ -24,7 +27,8 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     /// The largest secret this store reads, in bytes (64 KiB).
     public let maximumSecretSize = 64 << 10
     private let directoryPath: String
-    private let lockPath: String
+    /// The directory, opened once and checked: every file is reached through it.
+    private let trusted: TrustedDirectory
     private let lock = Lock()
 
     /// Opens the secret directory, creating it owner-only when missing.
@@ -32,15 +36,17 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     /// Temporary files that killed writers left in the directory are removed here.
     /// - Parameter directory: Where the secret files live.
     /// - Throws: ``StoreError/unwritable(path:reason:)`` when the directory can't be created,
-    ///   ``StoreError/untrustedDirectory(path:reason:)`` when someone else could change it.
+    ///   ``StoreError/untrustedDirectory(path:reason:)`` when someone else could read or change
+    ///   it or one of its ancestors.
     public init(directory: URL) throws(StoreError) {
         self.directory = directory.standardizedFileURL
         self.directoryPath = self.directory.path
-        self.lockPath = self.directoryPath + "/.lock"
-        try FileSystem.ensureDirectory(self.directory, create: true)
-        if FileSystem.hasTemporaries(in: directoryPath) {
-            let directoryPath = self.directoryPath
-            _ = try? FileSystem.withLock(lockPath) { FileSystem.removeStaleTemporaries(in: directoryPath) }
+        let trusted = try TrustedDirectory.open(directoryPath, create: true, forSecrets: true)
+        self.trusted = trusted
+        if FileSystem.hasTemporaries(in: trusted) {
+            // Every writer of this directory writes under `.lock`: under it, every temporary
+            // file is a dead writer's, whatever process id it names.
+            _ = try? FileSystem.withLock(".lock", in: trusted) { FileSystem.removeStaleTemporaries(in: trusted) }
         }
     }
 
@@ -58,25 +64,25 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     }
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
-        let path = path(forKey: key)
+        let name = FileSystem.fileName(for: key)
         return try lock.withLock { () throws(StoreError) in
-            try FileSystem.checkTrusted(directory: directoryPath)
-            return try FileSystem.read(path, limit: maximumSecretSize)
+            try trusted.check()
+            return try FileSystem.read(name, in: trusted, limit: maximumSecretSize)
         }
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        let path = path(forKey: key)
+        let name = FileSystem.fileName(for: key)
         if let secret, secret.count > maximumSecretSize {
-            throw .tooLarge(path: path, size: secret.count, limit: maximumSecretSize)
+            throw .tooLarge(path: path(forKey: key), size: secret.count, limit: maximumSecretSize)
         }
         try lock.withLock { () throws(StoreError) in
-            try FileSystem.checkTrusted(directory: directoryPath)
-            try FileSystem.withLock(lockPath) { () throws(StoreError) in
+            try trusted.check()
+            try FileSystem.withLock(".lock", in: trusted) { () throws(StoreError) in
                 if let secret {
-                    try FileSystem.writeAtomically(secret, to: path)
+                    try FileSystem.writeAtomically(secret, to: name, in: trusted)
                 } else {
-                    try FileSystem.remove(path)
+                    try FileSystem.remove(name, in: trusted)
                 }
             }
         }

@@ -46,8 +46,11 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     public let url: URL
     /// `url.path`, computed once: building it from the URL allocates on every call.
     private let path: String
-    private let lockPath: String
-    private let directoryPath: String
+    /// The file's name in `directory`, and its lock file's.
+    private let name: String
+    private let lockName: String
+    /// The file's directory, opened once and checked: every file is reached through it.
+    private let directory: TrustedDirectory
     private let lock = Lock()
     /// The largest document this store reads or writes, in bytes.
     public let maximumFileSize: Int
@@ -78,16 +81,17 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     public init(url: URL, createDirectory: Bool = true, maximumFileSize: Int = defaultMaximumFileSize) throws(StoreError) {
         self.url = url.standardizedFileURL
         self.path = self.url.path
-        self.lockPath = self.url.path + ".lock"
-        self.directoryPath = self.url.deletingLastPathComponent().path
+        self.name = self.url.lastPathComponent
+        self.lockName = name + ".lock"
         self.maximumFileSize = maximumFileSize
         try FileSystem.checkNotADirectory(path)
-        try FileSystem.ensureDirectory(self.url.deletingLastPathComponent(), create: createDirectory)
-        if FileSystem.hasTemporaries(in: directoryPath) {
+        let directory = try TrustedDirectory.open(self.url.deletingLastPathComponent().path, create: createDirectory, forSecrets: false)
+        self.directory = directory
+        if FileSystem.hasTemporaries(in: directory) {
             // Under the writers' lock, so no live writer's file is taken for a dead one's. A
             // store that can't take the lock (a read-only directory) leaves them to a writer.
-            let path = self.path
-            _ = try? FileSystem.withLock(lockPath) { FileSystem.removeStaleTemporaries(for: path) }
+            let name = self.name
+            _ = try? FileSystem.withLock(lockName, in: directory) { FileSystem.removeStaleTemporaries(for: name, in: directory) }
         }
     }
 
@@ -104,15 +108,15 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
             throw .valueTooDeep(key: key, limit: JSONScanner.maximumDepth - Self.valueDepth)
         }
         try lock.withLock { () throws(StoreError) in
-            try FileSystem.checkTrusted(directory: directoryPath)
-            try FileSystem.withLock(lockPath) { () throws(StoreError) in
+            try directory.check()
+            try FileSystem.withLock(lockName, in: directory) { () throws(StoreError) in
                 var entries = try load()
                 for (key, data) in changes { entries[key] = data }
                 let document = try Self.encode(entries)
                 guard document.count <= maximumFileSize else {
                     throw .tooLarge(path: path, size: document.count, limit: maximumFileSize)
                 }
-                try FileSystem.writeAtomically(document, to: path)
+                try FileSystem.writeAtomically(document, to: name, in: directory)
             }
         }
     }
@@ -125,17 +129,17 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have
         // been the old file, replaced by a good one a moment ago.
-        guard let data = try FileSystem.read(path, limit: maximumFileSize) else { return [:] }
+        guard let data = try FileSystem.read(name, in: directory, limit: maximumFileSize) else { return [:] }
         if case .success(let entries) = Self.decode(data) { return entries }
         return try lock.withLock { () throws(StoreError) in
-            try FileSystem.withLock(lockPath) { () throws(StoreError) in try load() }
+            try FileSystem.withLock(lockName, in: directory) { () throws(StoreError) in try load() }
         }
     }
 
     /// Reads and decodes the document, moving a corrupt one aside. Call with the file lock held
     /// exclusively.
     private func load() throws(StoreError) -> [String: Data] {
-        guard let data = try FileSystem.read(path, limit: maximumFileSize) else { return [:] }
+        guard let data = try FileSystem.read(name, in: directory, limit: maximumFileSize) else { return [:] }
         switch Self.decode(data) {
         case .success(let entries):
             return entries
@@ -145,7 +149,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
                 reason: "written in store format \(version), newer than this version of Habitat (\(Self.formatVersion))"
             )
         case .failure(.invalid(let reason)):
-            let movedTo = try FileSystem.moveAside(path)
+            let movedTo = try FileSystem.moveAside(name, in: directory)
             throw .corrupted(path: path, movedTo: movedTo, reason: reason)
         }
     }

@@ -1,9 +1,12 @@
-// habitat-server [--variant floor|tasklocal|swift-dependencies|habitat|habitat-bound] [--port N]
-//                [--backend memory|postgres] [--database postgres://USER@HOST:PORT/DB]
+// habitat-server [--port N] [--backend memory|postgres] [--database postgres://USER@HOST:PORT/DB]
 //                [--upstream URL] [--refresh-lease SECONDS]
+//                [--load-test [--variant floor|tasklocal|swift-dependencies|habitat|habitat-bound|habitat-sessions]]
 //
-// Serves the example app on 127.0.0.1 (port 8080 by default). `--variant` picks how the load
-// test's route `GET /load/me` passes per-request values; the app's own routes always use Habitat.
+// Serves the example app on 127.0.0.1 (port 8080 by default). `--load-test` (loopback only)
+// adds the load test's route `GET /load/me` and the bearer tokens `tok-<id>-<secret>` for
+// members 1...1,000, the secret taken from HABITAT_LOAD_TEST_SECRET (32 characters or more:
+// `load.sh` makes a random one per run); `--variant` picks how that route passes per-request
+// values. The app's own routes always use Habitat, and its members sign in with passwords.
 // `--backend postgres` keeps the members' sessions in the database `--database` names (or
 // HABITAT_POSTGRES_URL), so several instances started with it serve one fleet.
 import Foundation
@@ -21,6 +24,17 @@ func fail(_ message: String) -> Never {
 guard let variant = Variant(rawValue: value(of: "--variant") ?? "habitat") else {
     fail("--variant is one of \(Variant.allCases.map(\.rawValue).joined(separator: ", "))")
 }
+let loadTestSecret: String?
+if arguments.contains("--load-test") {
+    guard let secret = ProcessInfo.processInfo.environment["HABITAT_LOAD_TEST_SECRET"], secret.count >= loadTestSecretMinimumLength else {
+        fail("--load-test needs HABITAT_LOAD_TEST_SECRET, \(loadTestSecretMinimumLength) random characters or more")
+    }
+    loadTestSecret = secret
+} else if value(of: "--variant") != nil {
+    fail("--variant picks the load test's variant: it needs --load-test")
+} else {
+    loadTestSecret = nil
+}
 let port = value(of: "--port").flatMap(Int.init) ?? 8080
 let backend: BackendChoice
 switch value(of: "--backend") ?? "memory" {
@@ -37,4 +51,10 @@ let upstream = value(of: "--upstream").map { text -> URL in
     return url
 }
 let lease = Duration.seconds(value(of: "--refresh-lease").flatMap(Double.init) ?? 15)
-try await buildApplication(variant: variant, port: port, backend: backend, upstream: upstream, refreshLease: lease).runService()
+do {
+    try await buildApplication(
+        variant: variant, loadTestSecret: loadTestSecret, port: port, backend: backend, upstream: upstream, refreshLease: lease
+    ).runService()
+} catch let error as ServerSetupError {
+    fail(error.description)
+}

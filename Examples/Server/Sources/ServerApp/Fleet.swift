@@ -46,6 +46,16 @@ public struct UpstreamToken: Codable, Sendable, Equatable {
     public func isStale(at now: Date) -> Bool { accessToken.isEmpty || expiresAt <= now.addingTimeInterval(60) }
 }
 
+extension UpstreamToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The expiry only: both tokens are credentials.
+    public var description: String { "UpstreamToken(<redacted>, expires \(expiresAt))" }
+    public var debugDescription: String { description }
+    /// A mirror without the tokens, so `dump` and reflection-based printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["accessToken": "<redacted>", "refreshToken": "<redacted>", "expiresAt": expiresAt], displayStyle: .struct)
+    }
+}
+
 /// The upstream's token endpoint: `POST {url}` with `refresh_token=…`, answering
 /// `{"access_token", "refresh_token", "expires_in"}` (OAuth 2's refresh grant, trimmed).
 public struct UpstreamClient: Sendable {
@@ -75,8 +85,9 @@ public struct UpstreamClient: Sendable {
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data("grant_type=refresh_token&refresh_token=\(token.refreshToken)".utf8)
         let (body, response) = try await URLSession.shared.data(for: request)
+        // NB: the upstream's answer isn't quoted: an error body can name tokens.
         guard let status = (response as? HTTPURLResponse)?.statusCode, status == 200 else {
-            throw Failure(description: "the upstream refused the refresh: \(String(decoding: body, as: UTF8.self))")
+            throw Failure(description: "the upstream refused the refresh (HTTP \((response as? HTTPURLResponse)?.statusCode ?? 0))")
         }
         let answer = try JSONDecoder().decode(Answer.self, from: body)
         return UpstreamToken(

@@ -31,7 +31,7 @@ public enum Variant: String, CaseIterable, Sendable {
     case habitatBound = "habitat-bound"
     /// In a Habitat scope, the member read from the fleet's session backend (`--backend`): one
     /// backend read per request (`load.sh --postgres` runs it on PostgreSQL). The tokens
-    /// `tok-N` are session IDs then, not the directory's.
+    /// `tok-N-<secret>` are session IDs then, not the directory's.
     case habitatSessions = "habitat-sessions"
 }
 
@@ -176,6 +176,14 @@ let boundMiddleware = HabitatRequestMiddleware<AppRequestContext, ServerApp>(sta
     binding.logger[metadataKey: "member"] = "\(member.id)"
 }
 
+/// Why the server can't start as asked.
+public struct ServerSetupError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// The shortest load-test secret accepted: 32 characters (128 bits as hex).
+public let loadTestSecretMinimumLength = 32
+
 /// Where the fleet's sessions live.
 public enum BackendChoice: Sendable, Equatable {
     /// In this process's memory: one instance.
@@ -188,18 +196,34 @@ public enum BackendChoice: Sendable, Equatable {
 /// How often each instance purges the fleet's expired sessions.
 public let sessionPurgeInterval = Duration.seconds(600)
 
-/// The server: the app and the load route of `variant`, on `host`:`port`, its sessions in
-/// `backend` (purged of expired ones every `sessionPurgeInterval`), its members' upstream
-/// tokens refreshed at `upstream` (under fleet-wide leases of `refreshLease`).
+/// The server: the app on `host`:`port`, its sessions in `backend` (purged of expired ones
+/// every `sessionPurgeInterval`), its members' upstream tokens refreshed at `upstream` (under
+/// fleet-wide leases of `refreshLease`).
+///
+/// With a `loadTestSecret` (load-test mode, loopback only), it also serves the load route of
+/// `variant` and `GET /stats`, and members 1...1,000 sign in with the bearer tokens
+/// `tok-<id>-<loadTestSecret>` (``loadTestToken(_:secret:)``). Without one, no such token exists:
+/// members sign in with their passwords.
+/// - Throws: ``ServerSetupError`` for load-test mode on an address that isn't loopback, or with
+///   a secret shorter than ``loadTestSecretMinimumLength``.
 public func buildApplication(
     variant: Variant = .habitat,
+    loadTestSecret: String? = nil,
     host: String = "127.0.0.1",
     port: Int = 8080,
     backend: BackendChoice = .memory,
     upstream: URL? = nil,
     refreshLease: Duration = .seconds(15)
 ) throws -> some ApplicationProtocol {
-    appEnvironment.current.services.members.seedLoadTestMembers(1_000, withTokens: variant != .habitatSessions)
+    if let loadTestSecret {
+        guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
+            throw ServerSetupError(description: "load-test mode serves loopback only, not \(host)")
+        }
+        guard loadTestSecret.count >= loadTestSecretMinimumLength else {
+            throw ServerSetupError(description: "the load-test secret must be at least \(loadTestSecretMinimumLength) characters")
+        }
+        appEnvironment.current.services.members.seedLoadTestMembers(1_000, secret: variant == .habitatSessions ? nil : loadTestSecret)
+    }
     var client: PostgresClient?
     if case .postgres(let url) = backend {
         var configuration = try PostgresSessionBackend.configuration(url: url)
@@ -215,7 +239,7 @@ public func buildApplication(
         }
     }
     var app = Application(
-        router: try buildLoadRouter(variant: variant),
+        router: try loadTestSecret == nil ? buildRouter() : buildLoadRouter(variant: variant),
         configuration: .init(address: .hostname(host, port: port), serverName: "habitat-server")
     )
     let services = appEnvironment.current.services
@@ -226,22 +250,22 @@ public func buildApplication(
             try await PostgresSessionBackend(client: client).migrate()
         }
     }
-    if variant == .habitatSessions {
-        app.beforeServerStarts { try await seedLoadTestSessions(1_000) }
+    if variant == .habitatSessions, let loadTestSecret {
+        app.beforeServerStarts { try await seedLoadTestSessions(1_000, secret: loadTestSecret) }
     }
     return app
 }
 
-/// Sessions `tok-1`...`tok-<count>` for the load test's members, in the fleet's backend; those
-/// a run before left are kept.
-func seedLoadTestSessions(_ count: Int) async throws {
+/// Sessions `tok-<id>-<secret>` for the load test's members 1...count, in the fleet's backend;
+/// those a run before left are kept.
+func seedLoadTestSessions(_ count: Int, secret: String) async throws {
     let services = appEnvironment.current.services
     let stale = UpstreamToken(accessToken: "", refreshToken: "-", expiresAt: .distantPast)
     for id in 1...count {
         guard let member = services.members.member(id: id) else { continue }
         let value = try JSONEncoder().encode(MemberSession(member: member, upstream: stale))
         do {
-            _ = try await services.sessions.backend.create(id: StoredSession.key(for: "tok-\(id)"), data: value, expiresIn: .seconds(86_400))
+            _ = try await services.sessions.backend.create(id: StoredSession.key(for: loadTestToken(id, secret: secret)), data: value, expiresIn: .seconds(86_400))
         } catch .duplicateID {}
     }
 }

@@ -1,23 +1,53 @@
+import Crypto
 import Foundation
 public import Habitat
+import _CryptoExtras
 
 /// Members, their passwords and the directory's own bearer tokens, app-wide: what a real server
 /// keeps in its user database. Every instance of the fleet starts with the same members.
 ///
-/// Signing in (`POST /signin`) makes a session in the fleet's session backend; the directory's
-/// own tokens are the load test's (`tok-<id>`, 1...1,000, made by ``seedLoadTestMembers(_:)``)
-/// and those ``issueToken(for:expiresAt:)`` makes (`tok-<id>-<random>`).
+/// Signing in (`POST /signin`) makes a session in the fleet's session backend. Passwords are
+/// kept as salted PBKDF2-SHA512 hashes (210,000 rounds, OWASP's figure for that hash) and
+/// compared in constant time; an unknown name costs the same hash, so timing doesn't say which
+/// names exist. Five wrong passwords for a name within a minute refuse its sign-ins until the
+/// minute has passed. The directory's own tokens exist only in load-test mode
+/// (``seedLoadTestMembers(_:secret:)``) and those ``issueToken(for:expiresAt:)`` makes.
 // Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
 // Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
 public final class MemberDirectory: @unchecked Sendable {
+    private struct Password {
+        var id: Int
+        var salt: Data
+        var hash: SymmetricKey
+    }
+
     private struct State {
         var members: [Int: Member] = [:]
         var tokens: [String: (id: Int, expiresAt: Date?)] = [:]
-        var passwords: [String: (id: Int, password: String)] = [:]
+        var passwords: [String: Password] = [:]
+        var failures: [String: [Date]] = [:]
+        var sessions: [Int: [String]] = [:]
     }
+
+    /// What a sign-in found.
+    public enum SignIn: Sendable, Equatable {
+        case member(Member)
+        /// Wrong name or password.
+        case refused
+        /// Too many wrong passwords for this name lately: try again later.
+        case tooManyAttempts
+    }
+
+    /// Wrong passwords a name may have within ``failureWindow`` before its sign-ins are refused.
+    public static let failureLimit = 5
+    /// How long a wrong password counts.
+    public static let failureWindow: TimeInterval = 60
+    /// Sessions a member may hold on this instance; signing in past it ends the oldest.
+    public static let sessionLimit = 10
 
     private let lock = NSLock()
     private var state_ = State()
+    private static let dummySalt = Data(repeating: 0, count: 16)
 
     private func withState<R>(_ body: (inout State) -> R) -> R {
         lock.withLock { body(&state_) }
@@ -30,19 +60,23 @@ public final class MemberDirectory: @unchecked Sendable {
 
     /// Adds a member who can sign in with `password`.
     public func register(_ member: Member, password: String) {
+        var generator = SystemRandomNumberGenerator()
+        let salt = Data((0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let entry = Password(id: member.id, salt: salt, hash: Self.hash(password, salt: salt))
         withState {
             $0.members[member.id] = member
-            $0.passwords[member.name.lowercased()] = (member.id, password)
+            $0.passwords[member.name.lowercased()] = entry
         }
     }
 
-    /// Members 1...count, with the tokens `tok-1`...`tok-<count>` unless `withTokens` is false,
-    /// for the load test.
-    public func seedLoadTestMembers(_ count: Int, withTokens: Bool = true) {
+    /// Members 1...count, each with the bearer token `tok-<id>-<secret>`, for the load test
+    /// only: the server makes them when started with `--load-test` (loopback only), with a
+    /// secret of the run's own.
+    public func seedLoadTestMembers(_ count: Int, secret: String?) {
         withState {
             for id in 1...count {
                 if $0.members[id] == nil { $0.members[id] = Member(id: id, name: "member-\(id)") }
-                if withTokens { $0.tokens["tok-\(id)"] = (id, nil) }
+                if let secret { $0.tokens[loadTestToken(id, secret: secret)] = (id, nil) }
             }
         }
     }
@@ -53,16 +87,43 @@ public final class MemberDirectory: @unchecked Sendable {
     }
 
     /// The member `name` names, if `password` is theirs.
-    public func member(name: String, password: String) -> Member? {
-        withState { state in
-            guard let entry = state.passwords[name.lowercased()], entry.password == password else { return nil }
-            return state.members[entry.id]
+    public func signIn(name: String, password: String, at now: Date = Date()) -> SignIn {
+        let name = name.lowercased()
+        let (entry, recentFailures) = withState { state in
+            state.failures[name] = state.failures[name]?.filter { now.timeIntervalSince($0) < Self.failureWindow }
+            return (state.passwords[name], state.failures[name]?.count ?? 0)
+        }
+        guard recentFailures < Self.failureLimit else { return .tooManyAttempts }
+        // NB: an unknown name is hashed too, so it takes as long as a known one.
+        let hash = Self.hash(password, salt: entry?.salt ?? Self.dummySalt)
+        return withState { state in
+            // `SymmetricKey`'s `==` compares in constant time.
+            guard let entry, hash == entry.hash, let member = state.members[entry.id] else {
+                state.failures[name, default: []].append(now)
+                return .refused
+            }
+            state.failures[name] = nil
+            return .member(member)
         }
     }
 
-    /// A new bearer token for member `id`, valid until `expiresAt`.
+    /// Notes that member `id` signed in with session `sessionID`; returns the sessions past
+    /// ``sessionLimit`` (the oldest), which the caller ends.
+    public func noteSession(_ sessionID: String, for id: Int) -> [String] {
+        withState { state in
+            state.sessions[id, default: []].append(sessionID)
+            let excess = max(0, state.sessions[id, default: []].count - Self.sessionLimit)
+            let ended = Array(state.sessions[id, default: []].prefix(excess))
+            state.sessions[id]?.removeFirst(excess)
+            return ended
+        }
+    }
+
+    /// A new bearer token for member `id`, valid until `expiresAt`: 32 random bytes.
     public func issueToken(for id: Int, expiresAt: Date?) -> AuthToken {
-        let token = "tok-\(id)-\(UUID().uuidString)"
+        var generator = SystemRandomNumberGenerator()
+        let random = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+        let token = "tok-\(id)-\(random)"
         withState { $0.tokens[token] = (id, expiresAt) }
         return AuthToken(token, expiresAt: expiresAt)
     }
@@ -82,7 +143,17 @@ public final class MemberDirectory: @unchecked Sendable {
             return $0.members[id]
         }
     }
+
+    private static func hash(_ password: String, salt: Data) -> SymmetricKey {
+        // NB: PBKDF2-SHA512 with 210,000 rounds can't fail; the try is the API's.
+        (try? KDF.Insecure.PBKDF2.deriveKey(
+            from: Data(password.utf8), salt: salt, using: .sha512, outputByteCount: 32, rounds: 210_000
+        )) ?? SymmetricKey(size: .bits256)
+    }
 }
+
+/// The load test's bearer token for member `id`: `tok-<id>-<secret>`.
+public func loadTestToken(_ id: Int, secret: String) -> String { "tok-\(id)-\(secret)" }
 
 /// A second service a handler calls: it reads the request's member from the environment itself.
 public struct ProjectCatalog: Sendable {

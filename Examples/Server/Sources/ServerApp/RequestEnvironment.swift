@@ -47,9 +47,9 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         guard let token = request.bearerToken else {
             throw HTTPError(.unauthorized, message: "missing bearer token: send Authorization: Bearer <token>")
         }
-        let (member, isFleetSession) = try await resolve(token, in: base)
-        let started = Date()
         let requestID = request.newRequestID()
+        let (member, isFleetSession) = try await resolve(token, requestID: requestID, in: base)
+        let started = Date()
         return try await appEnvironment.withEnvironment({ environment in
             environment.setSession(user: member, token: AuthToken(token))
             environment.services.requestID = requestID
@@ -68,20 +68,22 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
 extension RequestEnvironmentMiddleware {
     /// The member `token` names, and whether it is a fleet session's ID (not one of the
     /// directory's own tokens).
-    private func resolve(_ token: String, in base: HabitatEnvironment<ServerApp>) async throws -> (Member, isFleetSession: Bool) {
+    private func resolve(_ token: String, requestID: String, in base: HabitatEnvironment<ServerApp>) async throws -> (Member, isFleetSession: Bool) {
         if let member = base.services.members.member(forToken: token) { return (member, false) }
-        guard let session = try await fleetSession(token, in: base) else {
+        guard let session = try await fleetSession(token, requestID: requestID, in: base) else {
             throw HTTPError(.unauthorized, message: "unknown or expired token")
         }
         return (session.value.member, true)
     }
 
     /// The fleet's session `token`, or `nil` when there is none; 503 when the backend can't say.
-    private func fleetSession(_ token: String, in base: HabitatEnvironment<ServerApp>) async throws -> ServerSession<MemberSession>? {
+    private func fleetSession(_ token: String, requestID: String, in base: HabitatEnvironment<ServerApp>) async throws -> ServerSession<MemberSession>? {
         do {
             return try await base.services.sessions.get(token)
         } catch .unavailable(let reason) {
-            throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, try again: \(reason)")
+            // The reason may name the database: it goes to the log, not to the client.
+            base.services.logger.error("sessions are unavailable", metadata: ["request_id": "\(requestID)", "error": "\(reason)"])
+            throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, try again (request \(requestID))")
         } catch {
             base.services.logger.error("session \(error)")
             return nil   // undecodable: a session this app can't read signs nobody in

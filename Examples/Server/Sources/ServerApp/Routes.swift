@@ -60,13 +60,21 @@ public func buildRouter() throws -> Router<AppRequestContext> {
     router.post("signin") { request, context -> SignedIn in
         let body = try await request.decode(as: SignIn.self, context: context)
         let services = appEnvironment.current.services
-        guard let member = services.members.member(name: body.name, password: body.password) else {
-            throw HTTPError(.unauthorized, message: "wrong name or password")
+        let member: Member
+        switch services.members.signIn(name: body.name, password: body.password) {
+        case .member(let found): member = found
+        case .refused: throw HTTPError(.unauthorized, message: "wrong name or password")
+        case .tooManyAttempts: throw HTTPError(.tooManyRequests, message: "too many wrong passwords for this name: try again in a minute")
         }
         // The session every instance will know the member by. The upstream token arrives with
         // a refresh token only: the first `GET /me/upstream` spends it.
         let upstream = UpstreamToken(accessToken: "", refreshToken: "r0-\(UUID().uuidString)", expiresAt: .distantPast)
         let session = try await fleet { try await services.sessions.create(MemberSession(member: member, upstream: upstream)) }
+        // A member holds at most `MemberDirectory.sessionLimit` sessions from this instance: the
+        // oldest past it end now.
+        for old in services.members.noteSession(session.id, for: member.id) {
+            try? await services.sessions.remove(old)
+        }
         return SignedIn(token: session.id, expiresAt: Date().addingTimeInterval(Double(services.sessions.lifetime.components.seconds)))
     }
     let signedIn = router.group().add(middleware: RequestEnvironmentMiddleware())
@@ -120,23 +128,35 @@ func fleetSessionOfRequest() throws -> (ServerSessions<MemberSession>, String) {
 }
 
 /// Runs a session operation, answering what went wrong as HTTP: 503 when the backend can't be
-/// reached, 401 when the session is gone, 409 when it kept changing under the update, 502 when
-/// the upstream refused.
+/// reached, 401 when the session is gone (or was ended because its refresh's outcome is
+/// unknown), 409 when it kept changing under the update, 502 when the upstream failed.
+///
+/// A response says what happened in a fixed sentence and names the request; the details (which
+/// may name the database or carry the upstream's words) go to the server's log, under the same
+/// request ID. Session IDs are shortened in both.
 func fleet<R>(_ operation: () async throws -> R) async throws -> R {
     do {
         return try await operation()
     } catch let error as SessionBackendError {
         switch error {
-        case .unavailable: throw HTTPError(.serviceUnavailable, message: "sessions are unavailable, try again: \(error)")
-        case .sessionGone, .versionConflict: throw HTTPError(.unauthorized, message: "\(error)")
-        case .tooMuchContention: throw HTTPError(.conflict, message: "\(error)")
-        case .duplicateID, .undecodable: throw HTTPError(.internalServerError, message: "\(error)")
+        case .unavailable, .refreshWaitTimedOut: throw failure(.serviceUnavailable, "sessions are unavailable, try again", error)
+        case .sessionGone, .versionConflict: throw failure(.unauthorized, "the session has ended: sign in again", error)
+        case .refreshTimedOut: throw failure(.unauthorized, "the upstream did not answer in time: sign in again", error)
+        case .tooMuchContention, .leaseLapsed: throw failure(.conflict, "the session changed meanwhile, try again", error)
+        case .duplicateID, .undecodable: throw failure(.internalServerError, "the session can't be read", error)
         }
     } catch let error as UpstreamClient.Failure {
-        throw HTTPError(.badGateway, message: error.description)
+        throw failure(.badGateway, "the upstream refused the refresh", error)
     } catch let error as URLError {
-        throw HTTPError(.badGateway, message: "the upstream can't be reached: \(error.localizedDescription)")
+        throw failure(.badGateway, "the upstream can't be reached", error)
     }
+}
+
+/// An error response with `message` and the request's ID; `error` is logged under that ID.
+func failure(_ status: HTTPResponse.Status, _ message: String, _ error: any Error) -> HTTPError {
+    let environment = appEnvironment.current
+    environment.services.logger.error("\(message)", metadata: ["error": "\(error)"])
+    return HTTPError(status, message: "\(message) (request \(environment.services.requestID))")
 }
 
 /// The signed-in member's profile, from the request's environment.

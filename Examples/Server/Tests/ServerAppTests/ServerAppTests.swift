@@ -19,9 +19,15 @@ import Testing
     struct Echo: Decodable { var sent: Int; var user: Int }
     struct ErrorBody: Decodable { struct Message: Decodable { var message: String }; var error: Message }
 
+    /// This run's load-test secret: the tokens `tok-<id>-<secret>` exist only in load-test mode.
+    static let secret = UUID().uuidString + UUID().uuidString
+
     func app(_ variant: Variant = .habitat) throws -> some ApplicationProtocol {
-        try buildApplication(variant: variant, port: 0)
+        try buildApplication(variant: variant, loadTestSecret: Self.secret, port: 0)
     }
+
+    /// Member `id`'s load-test token.
+    func token(_ id: Int) -> String { loadTestToken(id, secret: Self.secret) }
 
     func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
 
@@ -35,10 +41,10 @@ import Testing
                 for round in 0..<100 {
                     let id = round % 2 == 0 ? 11 : 12
                     group.addTask {
-                        let profile = try await client.execute(uri: "/me", method: .get, headers: self.bearer("tok-\(id)"))
+                        let profile = try await client.execute(uri: "/me", method: .get, headers: self.bearer(self.token(id)))
                         #expect(profile.status == .ok)
                         #expect(try self.decode(Profile.self, profile).id == id)
-                        let projects = try self.decode(Projects.self, try await client.execute(uri: "/projects", method: .get, headers: self.bearer("tok-\(id)")))
+                        let projects = try self.decode(Projects.self, try await client.execute(uri: "/projects", method: .get, headers: self.bearer(self.token(id))))
                         let name = "member-\(id)"
                         #expect(projects.projects == ["\(name)'s notes", "\(name)'s garden"], "read by a service after an await")
                         #expect(projects.fromTaskGroup == [name, name], "child tasks follow the request")
@@ -59,7 +65,7 @@ import Testing
                 for round in 0..<50 {
                     let id = 11 + round % 3
                     group.addTask {
-                        let response = try await client.execute(uri: "/api/me", method: .get, headers: self.bearer("tok-\(id)"))
+                        let response = try await client.execute(uri: "/api/me", method: .get, headers: self.bearer(self.token(id)))
                         #expect(response.status == .ok)
                         let me = try self.decode(Me.self, response)
                         #expect(me.id == id && me.name == "member-\(id)")
@@ -79,7 +85,7 @@ import Testing
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for id in 1...200 {
                     group.addTask {
-                        let echo = try self.decode(Echo.self, try await client.execute(uri: "/load/me", method: .get, headers: self.bearer("tok-\(id)")))
+                        let echo = try self.decode(Echo.self, try await client.execute(uri: "/load/me", method: .get, headers: self.bearer(self.token(id))))
                         #expect(echo.sent == id)
                         #expect(echo.user == id)
                     }
@@ -113,7 +119,7 @@ import Testing
             let response = try await client.execute(uri: "/signin", method: .post, body: ByteBuffer(string: #"{"name": 1}"#))
             #expect(response.status == .badRequest)
             #expect(try decode(ErrorBody.self, response).error.message.contains("name"))
-            let rename = try await client.execute(uri: "/me", method: .patch, headers: bearer("tok-3"), body: ByteBuffer(string: "{}"))
+            let rename = try await client.execute(uri: "/me", method: .patch, headers: bearer(token(3)), body: ByteBuffer(string: "{}"))
             #expect(rename.status == .badRequest)
             #expect(try decode(ErrorBody.self, rename).error.message.contains("name"))
         }
@@ -138,10 +144,10 @@ import Testing
     @Test func aRenameIsSavedAndSeenOnlyByItsRequest() async throws {
         try await app().test(.router) { client in
             let renamed = try await client.execute(
-                uri: "/me", method: .patch, headers: bearer("tok-900"), body: ByteBuffer(string: #"{"name":"Nine Hundred"}"#)
+                uri: "/me", method: .patch, headers: bearer(token(900)), body: ByteBuffer(string: #"{"name":"Nine Hundred"}"#)
             )
             #expect(try decode(Profile.self, renamed).name == "Nine Hundred")
-            let other = try decode(Profile.self, try await client.execute(uri: "/me", method: .get, headers: bearer("tok-901")))
+            let other = try decode(Profile.self, try await client.execute(uri: "/me", method: .get, headers: bearer(token(901))))
             #expect(other.name == "member-901")
         }
         #expect(appEnvironment.current.currentUser == nil, "the update stayed in the request's scope")
@@ -149,7 +155,7 @@ import Testing
 
     @Test func outsideAnyRequestTheEnvironmentIsTheBase() async throws {
         try await app().test(.router) { client in
-            _ = try await client.execute(uri: "/me", method: .get, headers: bearer("tok-4"))
+            _ = try await client.execute(uri: "/me", method: .get, headers: bearer(token(4)))
             #expect(appEnvironment.current.session == nil)
             #expect(appEnvironment.current.services.requestID == "-")
         }
@@ -190,7 +196,7 @@ import Testing
 
     @Test func fleetRoutesNeedAFleetSessionAndAnUpstream() async throws {
         try await app().test(.router) { client in
-            let directory = try await client.execute(uri: "/me/visits", method: .post, headers: bearer("tok-5"))
+            let directory = try await client.execute(uri: "/me/visits", method: .post, headers: bearer(token(5)))
             #expect(directory.status == .badRequest)
             #expect(try decode(ErrorBody.self, directory).error.message.contains("no fleet session"))
             let token = try await signIn(client, "grace", "cobol")
@@ -208,6 +214,10 @@ import Testing
             throw .unavailable("down")
         }
         func remove(id: String) async throws(SessionBackendError) { throw .unavailable("down") }
+        func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+            throw .unavailable("down")
+        }
+        func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { throw .unavailable("down") }
         func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool { throw .unavailable("down") }
         func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { throw .unavailable("down") }
     }
@@ -217,12 +227,87 @@ import Testing
             try await app().test(.router) { client in
                 let response = try await client.execute(uri: "/me", method: .get, headers: bearer("some-session-id"))
                 #expect(response.status == .serviceUnavailable)
-                #expect(try decode(ErrorBody.self, response).error.message.contains("sessions are unavailable"))
+                let message = try decode(ErrorBody.self, response).error.message
+                #expect(message.hasPrefix("sessions are unavailable, try again (request "))
+                #expect(!message.contains("down"), "the backend's own words stay in the log")
                 let signIn = try await client.execute(uri: "/signin", method: .post, body: ByteBuffer(string: #"{"name":"ada","password":"analytical"}"#))
                 #expect(signIn.status == .serviceUnavailable)
                 // The directory's own tokens don't need the backend.
-                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer("tok-6")).status == .ok)
+                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer(token(6))).status == .ok)
             }
+        }
+    }
+
+    // MARK: Nothing lets anyone in
+
+    @Test func withoutLoadTestModeNoGuessableTokenSignsAnyoneIn() async throws {
+        // A directory and sessions of its own: the other tests run in load-test mode.
+        try await appEnvironment.withEnvironment({
+            $0.services.members = MemberDirectory()
+            $0.services.sessions = ServerSessions(backend: MemorySessionBackend())
+        }) {
+            try await buildApplication(port: 0).test(.router) { client in
+                for guess in ["tok-1", "tok-2", token(1), "tok-1-00000000000000000000000000000000"] {
+                    let response = try await client.execute(uri: "/me", method: .get, headers: bearer(guess))
+                    #expect(response.status == .unauthorized, "\(guess)")
+                    let rename = try await client.execute(uri: "/me", method: .patch, headers: bearer(guess), body: ByteBuffer(string: #"{"name":"Mallory"}"#))
+                    #expect(rename.status == .unauthorized)
+                }
+                #expect(try await client.execute(uri: "/load/me", method: .get, headers: bearer("tok-1")).status == .notFound)
+            }
+            #expect(appEnvironment.current.services.members.member(id: 1)?.name == "Ada")
+        }
+    }
+
+    @Test func loadTestModeServesLoopbackOnlyWithALongSecret() {
+        #expect(throws: ServerSetupError.self) { try buildApplication(loadTestSecret: Self.secret, host: "0.0.0.0", port: 0) }
+        #expect(throws: ServerSetupError.self) { try buildApplication(loadTestSecret: "short", port: 0) }
+    }
+
+    @Test func fiveWrongPasswordsRefuseTheNameForAMinute() {
+        let members = MemberDirectory()
+        let now = Date()
+        for _ in 0..<MemberDirectory.failureLimit {
+            #expect(members.signIn(name: "ada", password: "guess", at: now) == .refused)
+        }
+        #expect(members.signIn(name: "ada", password: "analytical", at: now) == .tooManyAttempts, "even the right password")
+        #expect(members.signIn(name: "grace", password: "cobol", at: now) == .member(Member(id: 2, name: "Grace")), "other names are not affected")
+        #expect(members.signIn(name: "ada", password: "analytical", at: now.addingTimeInterval(61)) == .member(Member(id: 1, name: "Ada")))
+        #expect(members.signIn(name: "nobody", password: "x", at: now) == .refused)
+    }
+
+    @Test func aMemberHoldsAtMostTenSessionsFromAnInstance() {
+        let members = MemberDirectory()
+        var ended: [String] = []
+        for n in 1...12 {
+            ended += members.noteSession("session-\(n)", for: 1)
+        }
+        #expect(ended == ["session-1", "session-2"])
+        #expect(members.noteSession("other", for: 2).isEmpty)
+    }
+
+    @Test func signingInPastTheCapEndsTheOldestSession() async throws {
+        try await appEnvironment.withEnvironment({ $0.services.members = MemberDirectory() }) {
+            try await app().test(.router) { client in
+                var tokens: [String] = []
+                for _ in 0...MemberDirectory.sessionLimit {
+                    tokens.append(try await signIn(client, "grace", "cobol"))
+                }
+                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer(tokens[0])).status == .unauthorized)
+                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer(tokens[1])).status == .ok)
+            }
+        }
+    }
+
+    @Test func upstreamTokensNeverPrint() {
+        let session = MemberSession(
+            member: Member(id: 1, name: "Ada"),
+            upstream: UpstreamToken(accessToken: "access-4b1d", refreshToken: "refresh-7c2e", expiresAt: .distantFuture)
+        )
+        var dumped = ""
+        dump(session, to: &dumped)
+        for text in [dumped, "\(session)", String(reflecting: session)] {
+            #expect(!text.contains("access-4b1d") && !text.contains("refresh-7c2e"), "\(text)")
         }
     }
 }

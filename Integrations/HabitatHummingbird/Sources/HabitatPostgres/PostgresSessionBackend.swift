@@ -120,6 +120,48 @@ public struct PostgresSessionBackend: SessionBackend {
         try await run { try await client.query("DELETE FROM habitat_sessions WHERE id = \(id)", logger: logger) }
     }
 
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        // NB: the lease is checked in the statement that writes, so no lapse can fall between
+        // the check and the write.
+        let version = try await run {
+            try await client.query(
+                """
+                UPDATE habitat_sessions
+                SET data = \(data), version = version + 1, expires = now() + make_interval(secs => \(expiresIn.seconds))
+                WHERE id = \(id) AND version = \(expectedVersion) AND expires > now()
+                  AND EXISTS (SELECT 1 FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now())
+                RETURNING version
+                """, logger: logger
+            ).first(decoding: Int64.self)
+        }
+        if let version { return StoredSession(id: id, data: data, version: version) }
+        guard try await holds(claim) else { throw .leaseLapsed(id: id) }
+        throw .versionConflict(id: id, expected: expectedVersion, current: try await get(id: id)?.version)
+    }
+
+    public func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) {
+        let held = try await run {
+            try await client.query(
+                """
+                WITH lease AS (SELECT 1 FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now()),
+                     removed AS (DELETE FROM habitat_sessions WHERE id = \(id) AND EXISTS (SELECT 1 FROM lease) RETURNING id)
+                SELECT count(*) FROM lease
+                """, logger: logger
+            ).first(decoding: Int64.self)
+        }
+        guard held == 1 else { throw .leaseLapsed(id: id) }
+    }
+
+    /// Whether `claim`'s holder holds its lease now.
+    private func holds(_ claim: LeaseClaim) async throws(SessionBackendError) -> Bool {
+        try await run {
+            try await client.query(
+                "SELECT count(*) FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now()",
+                logger: logger
+            ).first(decoding: Int64.self)
+        } == 1
+    }
+
     public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
         let taken = try await run {
             try await client.query(
@@ -148,15 +190,7 @@ public struct PostgresSessionBackend: SessionBackend {
     /// database dropped may take a while to notice, and the caller answers 503 at once.
     @discardableResult
     private func run<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) async throws(SessionBackendError) -> R {
-        let race = Race<R>()
-        let timeout = timeout
-        let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                race.start(continuation, work: body, timeout: timeout)
-            }
-        } onCancel: {
-            race.cancel()
-        }
+        let outcome = await Race.run(body, timeout: timeout)
         switch outcome {
         case .success(let value):
             return value
@@ -167,7 +201,7 @@ public struct PostgresSessionBackend: SessionBackend {
                 throw .unavailable("PostgreSQL refused the statement (SQLSTATE \(state))")
             }
             throw .unavailable("PostgreSQL: \(error.code)")
-        case .failure(is TimedOut):
+        case .failure(is Race<R>.TimedOut):
             throw .unavailable("PostgreSQL did not answer within \(timeout)")
         case .failure(is CancellationError):
             throw .unavailable("the task was cancelled before PostgreSQL answered")
@@ -176,61 +210,6 @@ public struct PostgresSessionBackend: SessionBackend {
         }
     }
 }
-
-/// A query raced against its timeout: the first to finish resumes the caller, and the other is
-/// cancelled.
-// Safe: `continuation`, `work`, `timer` and `isCancelled` are read and written only with `lock` held.
-private final class Race<R: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Result<R, any Error>, Never>?
-    private var work: Task<Void, Never>?
-    private var timer: Task<Void, Never>?
-    private var isCancelled = false
-
-    func start(_ continuation: CheckedContinuation<Result<R, any Error>, Never>, work body: @escaping @Sendable () async throws -> R, timeout: Duration) {
-        // A caller cancelled before the race began (the cancellation handler ran first) gets
-        // its CancellationError without a query.
-        guard !lock.withLock({ self.continuation = continuation; return isCancelled }) else {
-            finish(.failure(CancellationError()))
-            return
-        }
-        let work = Task {
-            do {
-                self.finish(.success(try await body()))
-            } catch {
-                self.finish(.failure(error))
-            }
-        }
-        let timer = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            self.finish(.failure(TimedOut()))
-        }
-        let finished = lock.withLock {
-            guard self.continuation != nil else { return true }
-            (self.work, self.timer) = (work, timer)
-            return false
-        }
-        if finished { timer.cancel() }   // the query answered before the timer was stored
-    }
-
-    func cancel() {
-        lock.withLock { isCancelled = true }
-        finish(.failure(CancellationError()))
-    }
-
-    /// Resumes the caller with `outcome` if nothing did yet, and cancels what still runs.
-    private func finish(_ outcome: Result<R, any Error>) {
-        let (continuation, work, timer) = lock.withLock {
-            defer { (self.continuation, self.work, self.timer) = (nil, nil, nil) }
-            return (self.continuation, self.work, self.timer)
-        }
-        work?.cancel()
-        timer?.cancel()
-        continuation?.resume(returning: outcome)
-    }
-}
-
-private struct TimedOut: Error {}
 
 extension PostgresRowSequence {
     /// The first row decoded as `T`, or `nil` for no row; reads the rest of the rows.
@@ -248,6 +227,15 @@ extension PostgresRowSequence {
     }
 }
 
+/// `url` with the password of its user information replaced by `***`, so no message shows it,
+/// whether or not the URL parses.
+package func masked(_ url: String) -> String {
+    guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
+    let userInfo = url[schemeEnd.upperBound..<at]
+    guard let colon = userInfo.firstIndex(of: ":") else { return url }
+    return url.replacingCharacters(in: userInfo.index(after: colon)..<at, with: "***")
+}
+
 extension Duration {
     /// The duration in seconds, as PostgreSQL's `make_interval(secs =>)` takes it.
     var seconds: Double {
@@ -263,7 +251,7 @@ extension PostgresSessionBackend {
         guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
               let host = parts.host, let user = parts.user, !user.isEmpty
         else {
-            throw .unavailable("not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): \(url)")
+            throw .unavailable("not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): \(masked(url))")
         }
         let database = String(parts.path.drop(while: { $0 == "/" }))
         return PostgresClient.Configuration(

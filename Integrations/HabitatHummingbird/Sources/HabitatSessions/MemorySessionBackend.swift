@@ -57,17 +57,44 @@ public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
 
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
         try withState { state, now throws(SessionBackendError) in
-            guard let entry = Self.live(id, in: &state, at: now), entry.session.version == expectedVersion else {
-                throw .versionConflict(id: id, expected: expectedVersion, current: Self.live(id, in: &state, at: now)?.session.version)
-            }
-            let session = StoredSession(id: id, data: data, version: expectedVersion + 1)
-            state.sessions[id] = Entry(session: session, expires: now + expiresIn)
-            return session
+            try Self.write(id, data, expiresIn, expectedVersion, in: &state, at: now)
         }
+    }
+
+    /// A versioned write of session `id`.
+    private static func write(
+        _ id: String, _ data: Data, _ expiresIn: Duration, _ expectedVersion: Int64, in state: inout State, at now: ContinuousClock.Instant
+    ) throws(SessionBackendError) -> StoredSession {
+        guard let entry = live(id, in: &state, at: now), entry.session.version == expectedVersion else {
+            throw .versionConflict(id: id, expected: expectedVersion, current: live(id, in: &state, at: now)?.session.version)
+        }
+        let session = StoredSession(id: id, data: data, version: expectedVersion + 1)
+        state.sessions[id] = Entry(session: session, expires: now + expiresIn)
+        return session
     }
 
     public func remove(id: String) async throws(SessionBackendError) {
         try withState { state, _ in state.sessions[id] = nil }
+    }
+
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try withState { state, now throws(SessionBackendError) in
+            guard Self.holds(claim, in: state, at: now) else { throw .leaseLapsed(id: id) }
+            return try Self.write(id, data, expiresIn, expectedVersion, in: &state, at: now)
+        }
+    }
+
+    public func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) {
+        try withState { state, now throws(SessionBackendError) in
+            guard Self.holds(claim, in: state, at: now) else { throw .leaseLapsed(id: id) }
+            state.sessions[id] = nil
+        }
+    }
+
+    /// Whether `claim`'s holder holds its lease at `now`.
+    private static func holds(_ claim: LeaseClaim, in state: State, at now: ContinuousClock.Instant) -> Bool {
+        guard let lease = state.leases[claim.name] else { return false }
+        return lease.holder == claim.holder && lease.deadline > now
     }
 
     public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {

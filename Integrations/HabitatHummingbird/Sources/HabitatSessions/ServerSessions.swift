@@ -12,6 +12,18 @@ public struct ServerSession<Value: Sendable>: Sendable {
 
 extension ServerSession: Equatable where Value: Equatable {}
 
+extension ServerSession: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The session's ID shortened, its version and the value's type: the ID is a credential,
+    /// and the value may hold others (an upstream token). Print `session.value` to see it.
+    public var description: String { "ServerSession<\(Value.self)>(id: \(redacted(id)), version: \(version))" }
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+    /// A mirror without the ID or the value, so `dump` and reflection-based printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["id": redacted(id), "version": version], displayStyle: .struct)
+    }
+}
+
 /// Typed sessions over a ``SessionBackend``: values of one `Codable` type, stored as JSON.
 ///
 /// The backend never sees a session's ID, only its SHA-256 (``StoredSession/key(for:)``): a
@@ -20,7 +32,7 @@ extension ServerSession: Equatable where Value: Equatable {}
 ///
 /// Every write is versioned, so two requests on one session, on one instance or on two, never
 /// lose each other's update: ``update(_:maxAttempts:_:)`` rereads and reapplies its change when
-/// another write came first. ``refresh(_:lease:when:fetch:apply:)`` spends an upstream refresh
+/// another write came first. ``refresh(_:lease:deadline:waitLimit:when:fetch:apply:)`` spends an upstream refresh
 /// token once across the fleet.
 ///
 /// ```swift
@@ -65,9 +77,18 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``SessionBackendError/versionConflict(id:expected:current:)`` when another
     ///   write came first; nothing is written then.
     public func set(_ session: ServerSession<Value>) async throws(SessionBackendError) -> ServerSession<Value> {
+        try await set(session, fencedBy: nil)
+    }
+
+    /// ``set(_:)``, fenced by `claim` when there is one.
+    private func set(_ session: ServerSession<Value>, fencedBy claim: LeaseClaim?) async throws(SessionBackendError) -> ServerSession<Value> {
         let data = try encode(session.value, id: session.id)
         let stored = try await about(session.id) { key throws(SessionBackendError) in
-            try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version)
+            if let claim {
+                try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version, fencedBy: claim)
+            } else {
+                try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version)
+            }
         }
         return ServerSession(id: session.id, value: session.value, version: stored.version)
     }
@@ -84,12 +105,22 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         maxAttempts: Int = 100,
         _ change: (inout Value) -> Void
     ) async throws(SessionBackendError) -> ServerSession<Value> {
+        try await update(id, maxAttempts: maxAttempts, fencedBy: nil, change)
+    }
+
+    /// ``update(_:maxAttempts:_:)``, each write fenced by `claim` when there is one.
+    private func update(
+        _ id: String,
+        maxAttempts: Int = 100,
+        fencedBy claim: LeaseClaim?,
+        _ change: (inout Value) -> Void
+    ) async throws(SessionBackendError) -> ServerSession<Value> {
         var pause = Duration.milliseconds(1)
         for _ in 0..<max(1, maxAttempts) {
             guard var session = try await get(id) else { throw .sessionGone(id: id) }
             change(&session.value)
             do {
-                return try await set(session)
+                return try await set(session, fencedBy: claim)
             } catch .versionConflict(_, _, current: nil) {
                 throw .sessionGone(id: id)
             } catch .versionConflict {
@@ -150,12 +181,23 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// When `when` says the session needs a refresh, the caller takes the session's refresh
     /// lease (named `refresh:` and the session's ``StoredSession/key(for:)``), reads the
     /// session again (another instance may have refreshed it while this one waited), and only
-    /// if it is still stale calls `fetch`, applies the answer with `apply` (a versioned update:
-    /// other fields written meanwhile are kept) and releases the lease, on every path. Callers
-    /// that find the lease taken wait and read again. A holder that crashed keeps the lease
-    /// until its deadline, `lease` after it was taken; then another instance refreshes. Choose
-    /// `lease` longer than `fetch` can take (its timeout): a lease that lapses while its holder
-    /// still waits for the upstream lets a second refresh start.
+    /// if it is still stale calls `fetch`, applies the answer with `apply` and releases the
+    /// lease, on every path. Callers that find the lease taken wait and read again, for
+    /// `waitLimit` at most. A holder that crashed keeps the lease until its deadline, `lease`
+    /// after it was taken; then another instance refreshes.
+    ///
+    /// Three rules keep a rotating refresh token from being spent twice:
+    /// - **A total deadline.** `fetch` gets `deadline` (half the lease by default, never more
+    ///   than nine tenths of it), however slowly the upstream trickles its answer. When it
+    ///   passes, the refresh token may have been spent, and spending it again would look like
+    ///   theft to the upstream: the session is removed, so no instance spends it again, and
+    ///   the call throws ``SessionBackendError/refreshTimedOut(id:after:)`` (the member signs in
+    ///   again).
+    /// - **Fenced writes.** The answer is written only while this caller still holds the lease
+    ///   (``SessionBackend/set(id:data:expiresIn:expectedVersion:fencedBy:)``): a holder that
+    ///   stalled past its lease gets ``SessionBackendError/leaseLapsed(id:)`` and writes nothing
+    ///   over the next holder's answer.
+    /// - **A versioned write.** Other fields written meanwhile (a visit count) are kept.
     ///
     /// ```swift
     /// let fresh = try await sessions.refresh(id, when: { $0.upstream.expiresAt < Date() }) { session in
@@ -164,50 +206,72 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     ///     session.upstream = answer
     /// }
     /// ```
+    /// - Parameters:
+    ///   - lease: How long a holder may keep the lease.
+    ///   - deadline: How long `fetch` may take, in all; `lease / 2` by default.
+    ///   - waitLimit: How long to wait for another holder's refresh; `2 × lease` by default.
     /// - Returns: The fresh session: refreshed here, or by another caller.
     /// - Throws: What `fetch` throws (the lease is released first), a ``SessionBackendError``,
     ///   or `CancellationError` when the task is cancelled while it waits.
-    public func refresh<Answer>(
+    public func refresh<Answer: Sendable>(
         _ id: String,
         lease: Duration = .seconds(30),
+        deadline: Duration? = nil,
+        waitLimit: Duration? = nil,
         when needsRefresh: (Value) -> Bool,
-        fetch: (Value) async throws -> Answer,
+        fetch: @escaping @Sendable (Value) async throws -> Answer,
         apply: (inout Value, Answer) -> Void
     ) async throws -> ServerSession<Value> {
-        let name = "refresh:\(StoredSession.key(for: id))"
-        let holder = "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UUID().uuidString)"
+        let claim = LeaseClaim(
+            name: "refresh:\(StoredSession.key(for: id))",
+            holder: "\(ProcessInfo.processInfo.hostName)/\(ProcessInfo.processInfo.processIdentifier)/\(UUID().uuidString)"
+        )
+        let deadline = min(deadline ?? lease / 2, lease * 0.9)
+        let waitLimit = waitLimit ?? lease * 2
+        let started = ContinuousClock.now
         var pause = Duration.milliseconds(5)
         while true {
             guard let session = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
             guard needsRefresh(session.value) else { return session }
-            if try await backend.acquireLease(name, holder: holder, duration: lease) {
+            if try await backend.acquireLease(claim.name, holder: claim.holder, duration: lease) {
                 do {
-                    let refreshed = try await refreshHoldingLease(id, when: needsRefresh, fetch: fetch, apply: apply)
-                    try? await backend.releaseLease(name, holder: holder)
+                    let refreshed = try await refreshHolding(claim, id, deadline: deadline, when: needsRefresh, fetch: fetch, apply: apply)
+                    try? await backend.releaseLease(claim.name, holder: claim.holder)
                     return refreshed
                 } catch {
                     // Best effort: if the release fails too, the lease lapses at its deadline.
-                    try? await backend.releaseLease(name, holder: holder)
+                    try? await backend.releaseLease(claim.name, holder: claim.holder)
                     throw error
                 }
             }
             // Another caller holds the lease: it is refreshing, or it crashed and its lease
             // will lapse. Read again after a pause.
+            guard ContinuousClock.now - started < waitLimit else { throw SessionBackendError.refreshWaitTimedOut(id: id, after: waitLimit) }
             try await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(100))
         }
     }
 
-    private func refreshHoldingLease<Answer>(
+    private func refreshHolding<Answer: Sendable>(
+        _ claim: LeaseClaim,
         _ id: String,
+        deadline: Duration,
         when needsRefresh: (Value) -> Bool,
-        fetch: (Value) async throws -> Answer,
+        fetch: @escaping @Sendable (Value) async throws -> Answer,
         apply: (inout Value, Answer) -> Void
     ) async throws -> ServerSession<Value> {
         guard let current = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
         guard needsRefresh(current.value) else { return current }
-        let answer = try await fetch(current.value)
-        return try await update(id) { apply(&$0, answer) }
+        let value = current.value
+        switch await Race.run({ try await fetch(value) }, timeout: deadline) {
+        case .success(let answer):
+            return try await update(id, fencedBy: claim) { apply(&$0, answer) }
+        case .failure(is Race<Answer>.TimedOut):
+            try await about(id) { key throws(SessionBackendError) in try await backend.remove(id: key, fencedBy: claim) }
+            throw SessionBackendError.refreshTimedOut(id: id, after: deadline)
+        case .failure(let error):
+            throw error
+        }
     }
 
     private func encode(_ value: Value, id: String) throws(SessionBackendError) -> Data {

@@ -15,6 +15,10 @@ public import Foundation
 /// - **Leases.** ``acquireLease(_:holder:duration:)`` lets one instance at a time do a piece of
 ///   work for a session, such as spending a refresh token, across the fleet. A lease ends when
 ///   its holder releases it or at its deadline, so a crashed holder's lease lapses.
+/// - **Fenced writes.** ``set(id:data:expiresIn:expectedVersion:fencedBy:)`` and
+///   ``remove(id:fencedBy:)`` write only while the writer still holds its lease, checked by the
+///   store in the same statement as the write: a holder that stalled past its deadline (a
+///   paused process, a slow upstream) can't write over what the next holder wrote.
 ///
 /// Expiries and lease deadlines are durations, counted on the backend's own clock (the
 /// database's, for `PostgresSessionBackend`), so instances whose clocks disagree still agree
@@ -38,6 +42,19 @@ public protocol SessionBackend: Sendable {
 
     /// Removes session `id`; removing a session that doesn't exist is not an error.
     func remove(id: String) async throws(SessionBackendError)
+
+    /// Replaces session `id`'s data as ``set(id:data:expiresIn:expectedVersion:)`` does, only
+    /// while `claim`'s holder still holds its lease, checked atomically with the write.
+    /// - Throws: ``SessionBackendError/leaseLapsed(id:)`` when the lease lapsed or another holder
+    ///   has it; ``SessionBackendError/versionConflict(id:expected:current:)`` as `set` does.
+    ///   Nothing is written then.
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession
+
+    /// Removes session `id`, only while `claim`'s holder still holds its lease; removing a
+    /// session that doesn't exist is not an error.
+    /// - Throws: ``SessionBackendError/leaseLapsed(id:)`` when the lease lapsed or another holder
+    ///   has it; nothing is removed then.
+    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError)
 
     /// Takes the lease `name` for `holder` until `duration` from now, if no one else holds it
     /// (a lease past its deadline is no one's). Returns whether `holder` has it.
@@ -80,6 +97,23 @@ public struct StoredSession: Sendable, Hashable {
     }
 }
 
+/// A lease as its holder names it in a fenced write.
+///
+/// The fencing value is the holder: ``ServerSessions`` makes a new one, unique, for every
+/// refresh, so a write fenced by it passes only while that very acquisition of the lease is
+/// live (not released, not past its deadline, not taken over).
+public struct LeaseClaim: Sendable, Hashable {
+    /// The lease's name.
+    public var name: String
+    /// Who holds it: unique to one acquisition.
+    public var holder: String
+
+    public init(name: String, holder: String) {
+        self.name = name
+        self.holder = holder
+    }
+}
+
 /// What went wrong with a session backend.
 public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
     /// A write read version `expected`, but the session is at `current` now (another request
@@ -96,6 +130,15 @@ public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
     case tooMuchContention(id: String, attempts: Int)
     /// The session is gone (removed or expired) while an update or a refresh was under way.
     case sessionGone(id: String)
+    /// A fenced write was refused: the writer's lease on the session lapsed, or another holder
+    /// took it. Nothing was written.
+    case leaseLapsed(id: String)
+    /// The upstream didn't answer the session's refresh within its deadline. Its refresh token
+    /// may have been spent, and spending it again would look like theft to the upstream, so the
+    /// session was ended: its member signs in again.
+    case refreshTimedOut(id: String, after: Duration)
+    /// Another instance's refresh of the session didn't end within the time a caller waits.
+    case refreshWaitTimedOut(id: String, after: Duration)
 
     public var description: String {
         switch self {
@@ -108,8 +151,30 @@ public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
         case let .undecodable(id, reason): "session \(redacted(id)) can't be decoded: \(reason)"
         case let .tooMuchContention(id, attempts): "session \(redacted(id)) changed under \(attempts) attempts in a row to update it"
         case let .sessionGone(id): "session \(redacted(id)) is gone (removed or expired)"
+        case let .leaseLapsed(id): "session \(redacted(id))'s lease lapsed before its holder wrote: the write was refused"
+        case let .refreshTimedOut(id, after):
+            "the upstream did not answer session \(redacted(id))'s refresh within \(after); its refresh token may be spent, so the session was ended"
+        case let .refreshWaitTimedOut(id, after): "another instance's refresh of session \(redacted(id)) did not end within \(after)"
         }
     }
+}
+
+extension StoredSession: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The key, the version and the data's size: the data may hold credentials.
+    public var description: String { "StoredSession(id: \(id), version: \(version), \(data.count) bytes)" }
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+    /// A mirror without the data, so `dump` and reflection-based printers stay safe.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["id": id, "version": version, "bytes": data.count], displayStyle: .struct)
+    }
+}
+
+extension SessionBackendError: CustomDebugStringConvertible, CustomReflectable {
+    /// The same as ``description``: the session ID shortened.
+    public var debugDescription: String { description }
+    /// A mirror of the ``description`` only, so `dump` never shows a whole session ID.
+    public var customMirror: Mirror { Mirror(self, children: ["description": description], displayStyle: .enum) }
 }
 
 extension StoredSession {
@@ -140,6 +205,9 @@ extension SessionBackendError {
         case let .undecodable(_, reason): .undecodable(id: id, reason: reason)
         case let .tooMuchContention(_, attempts): .tooMuchContention(id: id, attempts: attempts)
         case .sessionGone: .sessionGone(id: id)
+        case .leaseLapsed: .leaseLapsed(id: id)
+        case let .refreshTimedOut(_, after): .refreshTimedOut(id: id, after: after)
+        case let .refreshWaitTimedOut(_, after): .refreshWaitTimedOut(id: id, after: after)
         case .unavailable: self
         }
     }

@@ -79,6 +79,10 @@ struct PurgeProbe: SessionBackend {
         try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
     }
     func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
+    }
+    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { try await base.remove(id: id, fencedBy: claim) }
     func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
         try await base.acquireLease(name, holder: holder, duration: duration)
     }

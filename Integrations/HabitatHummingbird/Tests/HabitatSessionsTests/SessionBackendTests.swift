@@ -269,6 +269,86 @@ import Testing
     }
 }
 
+/// The refresh lease fences its holder: a slow upstream never gets a refresh token spent twice.
+@Suite struct FencedRefreshTests {
+    @Test(arguments: Backend.available)
+    func aWriteOrRemovalByAHolderWhoseLeaseLapsedIsRefused(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let stored = try await backend.create(id: "fenced-\(UUID().uuidString)", data: Data("v1".utf8), expiresIn: .seconds(60))
+            let first = LeaseClaim(name: "refresh:\(stored.id)", holder: "first-\(UUID().uuidString)")
+            let second = LeaseClaim(name: first.name, holder: "second-\(UUID().uuidString)")
+            #expect(try await backend.acquireLease(first.name, holder: first.holder, duration: .milliseconds(300)))
+            let written = try await backend.set(id: stored.id, data: Data("v2".utf8), expiresIn: .seconds(60), expectedVersion: 1, fencedBy: first)
+            #expect(written.version == 2)
+
+            try await Task.sleep(for: .milliseconds(500))   // the first holder stalls past its lease
+            await #expect(throws: SessionBackendError.leaseLapsed(id: stored.id)) {
+                try await backend.set(id: stored.id, data: Data("late".utf8), expiresIn: .seconds(60), expectedVersion: 2, fencedBy: first)
+            }
+            #expect(try await backend.acquireLease(second.name, holder: second.holder, duration: .seconds(60)))
+            await #expect(throws: SessionBackendError.leaseLapsed(id: stored.id)) {
+                try await backend.set(id: stored.id, data: Data("late".utf8), expiresIn: .seconds(60), expectedVersion: 2, fencedBy: first)
+            }
+            await #expect(throws: SessionBackendError.leaseLapsed(id: stored.id)) {
+                try await backend.remove(id: stored.id, fencedBy: first)
+            }
+            #expect(try await backend.get(id: stored.id)?.data == Data("v2".utf8))
+
+            let next = try await backend.set(id: stored.id, data: Data("v3".utf8), expiresIn: .seconds(60), expectedVersion: 2, fencedBy: second)
+            #expect(next.version == 3)
+            try await backend.remove(id: stored.id, fencedBy: second)
+            #expect(try await backend.get(id: stored.id) == nil)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func anUpstreamPastTheDeadlineEndsTheSessionAndNothingSpendsItsTokenAgain(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            let fetches = Counter()
+            let started = ContinuousClock.now
+            await #expect(throws: SessionBackendError.refreshTimedOut(id: id, after: .milliseconds(300))) {
+                try await sessions.refresh(id, lease: .seconds(5), deadline: .milliseconds(300), when: { $0.upstream == "stale" }) { _ -> String in
+                    fetches.increment()
+                    // An upstream that trickles its answer for 5 s and ignores cancellation.
+                    await withCheckedContinuation { done in
+                        DispatchQueue.global().asyncAfter(deadline: .now() + 5) { done.resume() }
+                    }
+                    return "fresh"
+                } apply: { $0.upstream = $1 }
+            }
+            #expect(ContinuousClock.now - started < .seconds(3))   // not the upstream's 5 s
+            #expect(try await sessions.get(id) == nil)
+            // No instance can spend the refresh token again: the session is gone.
+            await #expect(throws: SessionBackendError.sessionGone(id: id)) {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
+                    fetches.increment()
+                    return "again"
+                } apply: { $0.upstream = $1 }
+            }
+            #expect(fetches.value == 1)
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func waitingForAnotherHoldersRefreshHasALimit(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            #expect(try await backend.acquireLease("refresh:\(StoredSession.key(for: id))", holder: "busy", duration: .seconds(60)))
+            let started = ContinuousClock.now
+            await #expect(throws: SessionBackendError.refreshWaitTimedOut(id: id, after: .milliseconds(300))) {
+                try await sessions.refresh(id, waitLimit: .milliseconds(300), when: { $0.upstream == "stale" }) { _ in "fresh" } apply: {
+                    $0.upstream = $1
+                }
+            }
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(try await sessions.get(id)?.value.upstream == "stale")
+        }
+    }
+}
+
 /// A database that can't be reached is a typed, readable error: never a session.
 @Test func anUnreachableDatabaseIsUnavailable() async throws {
     // Port 1 on loopback: nothing listens there, the connection is refused at once.
@@ -299,8 +379,13 @@ import Testing
     }
 }
 
-@Test func aURLThatIsntPostgreSQLIsRefused() {
+@Test func aURLThatIsntPostgreSQLIsRefusedWithoutShowingItsPassword() {
     #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "https://example.com") }
+    #expect {
+        try PostgresSessionBackend.configuration(url: "mysql://me:hunter2@db.example.com/app")
+    } throws: { error in
+        "\(error)" == "the session store is unavailable: not a PostgreSQL URL (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE): mysql://me:***@db.example.com/app"
+    }
     #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "postgres://127.0.0.1/db") }
     let configuration = try? PostgresSessionBackend.configuration(url: "postgres://me:secret@127.0.0.1:6543/app")
     #expect(configuration?.port == 6543)
