@@ -23,6 +23,27 @@ import Darwin
         #expect(try JSONFileStore(url: nested.appendingPathComponent("store.json"))[.launches] == 7)
     }
 
+    /// A damaged file may still hold an old token: the newest three set-aside copies are kept,
+    /// older ones removed, whatever the order the copies were made in.
+    @Test func onlyTheNewestThreeSetAsideCopiesAreKept() throws {
+        let directory = try TemporaryDirectory()
+        let file = directory.file("store.json")
+        let store = try JSONFileStore(url: file)
+        var movedTo: [String] = []
+        for round in 1...5 {
+            try Data("damaged \(round) token-old".utf8).write(to: file)
+            let result = Result { () throws(StoreError) in try store.keys() }
+            guard case .failure(.corrupted(_, let aside, _)) = result else {
+                Issue.record("expected .corrupted, got \(result)")
+                return
+            }
+            movedTo.append(aside)
+        }
+        let copies = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("store.json.corrupt-") }
+        #expect(Set(copies) == Set(movedTo.suffix(3).map { URL(fileURLWithPath: $0).lastPathComponent }))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: movedTo[4])) == Data("damaged 5 token-old".utf8))
+    }
+
     @Test(arguments: [
         ("not JSON", "{ this is not json"),
         ("truncated", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":{\"x\":1"),

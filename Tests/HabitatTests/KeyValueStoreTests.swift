@@ -100,6 +100,26 @@ extension StoreKey where Value == TestConfig {
         #expect(try grace[.launches] == 2, "purging one user leaves the other")
         #expect(try store[.launches] == 99, "and the unscoped keys")
     }
+
+    /// An account name with a `/` can't reach into another account's data: namespace `"a"` with
+    /// key `"b/c"` and namespace `"a/b"` with key `"c"` are two keys.
+    @Test(arguments: Backend.allCases)
+    func aSlashInANamespaceDoesNotReachIntoAnother(backend: Backend) throws {
+        let (store, owner) = try makeStore(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let outer = store.scoped(to: "a"), inner = store.scoped(to: "a/b"), percent = store.scoped(to: "a%2Fb")
+        try outer.setData(Data("outer".utf8), forKey: "b/c")
+        try inner.setData(Data("inner".utf8), forKey: "c")
+        try percent.setData(Data("percent".utf8), forKey: "c")
+        #expect(try outer.data(forKey: "b/c") == Data("outer".utf8))
+        #expect(try inner.data(forKey: "c") == Data("inner".utf8))
+        #expect(try percent.data(forKey: "c") == Data("percent".utf8))
+        #expect(try outer.keys() == ["b/c"])
+        #expect(try inner.keys() == ["c"])
+        try outer.removeAll()
+        #expect(try inner.data(forKey: "c") == Data("inner".utf8), "purging one namespace leaves the other")
+        #expect(try percent.data(forKey: "c") == Data("percent".utf8))
+    }
 }
 
 @Suite struct InMemoryStoreTests {

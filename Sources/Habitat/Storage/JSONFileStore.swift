@@ -18,11 +18,15 @@ public import Foundation
 /// - **Corruption.** A file that is not valid JSON, or not this store's format, is moved aside
 ///   to `name.corrupt-<milliseconds>` and the operation throws ``StoreError/corrupted(path:movedTo:reason:)``,
 ///   naming both paths. Nothing is overwritten: the store then starts empty, and the caller
-///   decides whether to carry on or stop.
+///   decides whether to carry on or stop. The newest three set-aside copies are kept, older
+///   ones removed: a damaged file may still hold an old token.
 /// - **Failures.** A read-only directory, a full disk or a missing directory throws a
 ///   ``StoreError`` naming the path, and the document on disk stays the last good one.
 /// - **No trust in the file system.** The store's directory must be the user's own and
-///   writable by nobody else, and not a symbolic link (``StoreError/untrustedDirectory(path:reason:)``).
+///   writable by nobody else, and not a symbolic link, under ancestors owned by root or the
+///   user that nobody else can write (sticky ones such as `/tmp` aside)
+///   (``StoreError/untrustedDirectory(path:reason:)``). It is opened once, and every file is
+///   reached through it, never by its path again.
 ///   The document and its lock file are opened without following symbolic links and must be
 ///   regular files (``StoreError/notARegularFile(path:found:)``) no larger than
 ///   ``maximumFileSize`` (``StoreError/tooLarge(path:size:limit:)``). Temporary files left by

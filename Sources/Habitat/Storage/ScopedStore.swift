@@ -4,7 +4,9 @@ public import Foundation
 /// user's ID.
 ///
 /// Keys are stored as `namespace/key` in the underlying store, so one user's data is never read
-/// after another user logs in, and ``removeAll()`` purges exactly one namespace:
+/// after another user logs in, and ``removeAll()`` purges exactly one namespace. A `/` or `%`
+/// in the namespace is stored percent-encoded, so no namespace reaches into another's (`"a"`
+/// with key `"b/c"` and `"a/b"` with key `"c"` stay apart):
 ///
 /// ```swift
 /// let drafts = store.scoped(to: "user-\(user.id)")
@@ -27,7 +29,9 @@ public struct ScopedStore: KeyValueStore {
         self.namespace = namespace
     }
 
-    private var prefix: String { namespace + "/" }
+    private var prefix: String {
+        namespace.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F") + "/"
+    }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
         try base.data(forKey: prefix + key)

@@ -45,29 +45,44 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     public let backend: any SessionBackend
     /// How long a session lives after its last write.
     public let lifetime: Duration
+    /// How long a session lives after its creation, however often it is written; `nil` for no
+    /// limit beyond ``lifetime``.
+    public let absoluteLifetime: Duration?
 
     /// - Parameters:
     ///   - backend: Where the sessions are kept: ``MemorySessionBackend``, or
     ///     `PostgresSessionBackend` for a fleet.
     ///   - lifetime: How long a session lives after its creation or its last write.
-    public init(backend: any SessionBackend, lifetime: Duration = .seconds(3600)) {
+    ///   - absoluteLifetime: How long a session lives after its creation at most, however often
+    ///     it is written (a stolen session can't be kept alive forever); `nil`, the default, for
+    ///     no such limit.
+    public init(backend: any SessionBackend, lifetime: Duration = .seconds(3600), absoluteLifetime: Duration? = nil) {
         self.backend = backend
         self.lifetime = lifetime
+        self.absoluteLifetime = absoluteLifetime
     }
 
-    /// Stores `value` as a new session, under a new random ID (256 bits, URL-safe).
+    /// Stores `value` as a new session, under a new random ID (256 bits, URL-safe, followed by
+    /// its creation time: tampering with it makes an ID no session has, as the backend knows a
+    /// session by the hash of its whole ID).
     public func create(_ value: Value) async throws(SessionBackendError) -> ServerSession<Value> {
-        let id = Self.newID()
+        let id = Self.newID(createdAt: Date())
         let data = try encode(value, id: "new")
+        let expiresIn = try expiry(of: id)
         let stored = try await about(id) { key throws(SessionBackendError) in
-            try await backend.create(id: key, data: data, expiresIn: lifetime)
+            try await backend.create(id: key, data: data, expiresIn: expiresIn)
         }
         return ServerSession(id: id, value: value, version: stored.version)
     }
 
-    /// The live session `id`, or `nil` when there is none (never was, removed, expired).
+    /// The live session `id`, or `nil` when there is none (never was, removed, expired, past its
+    /// ``absoluteLifetime``).
     /// - Throws: ``SessionBackendError/undecodable(id:reason:)`` when the stored value isn't a `Value`.
     public func get(_ id: String) async throws(SessionBackendError) -> ServerSession<Value>? {
+        guard (try? expiry(of: id)) != nil else {
+            try? await remove(id)
+            return nil
+        }
         let stored = try await about(id) { key throws(SessionBackendError) in try await backend.get(id: key) }
         guard let stored else { return nil }
         return try decode(stored, id: id)
@@ -83,11 +98,12 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// ``set(_:)``, fenced by `claim` when there is one.
     private func set(_ session: ServerSession<Value>, fencedBy claim: LeaseClaim?) async throws(SessionBackendError) -> ServerSession<Value> {
         let data = try encode(session.value, id: session.id)
+        let expiresIn = try expiry(of: session.id)
         let stored = try await about(session.id) { key throws(SessionBackendError) in
             if let claim {
-                try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version, fencedBy: claim)
+                try await backend.set(id: key, data: data, expiresIn: expiresIn, expectedVersion: session.version, fencedBy: claim)
             } else {
-                try await backend.set(id: key, data: data, expiresIn: lifetime, expectedVersion: session.version)
+                try await backend.set(id: key, data: data, expiresIn: expiresIn, expectedVersion: session.version)
             }
         }
         return ServerSession(id: session.id, value: session.value, version: stored.version)
@@ -303,10 +319,25 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         }
     }
 
-    /// A new session ID: 32 random bytes from the system's secure generator, base64url.
-    static func newID() -> String {
+    /// A new session ID: 32 random bytes from the system's secure generator, base64url, then
+    /// `.` and the creation time in seconds since 1970, base 36.
+    static func newID(createdAt: Date) -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64URL
+        return Data(bytes).base64URL + "." + String(Int(createdAt.timeIntervalSince1970), radix: 36)
+    }
+
+    /// How long a write of session `id` keeps it: ``lifetime``, or less when its
+    /// ``absoluteLifetime`` ends sooner.
+    /// - Throws: ``SessionBackendError/sessionGone(id:)`` past its absolute lifetime, or for an
+    ///   ID that names no creation time while there is one.
+    private func expiry(of id: String) throws(SessionBackendError) -> Duration {
+        guard let absoluteLifetime else { return lifetime }
+        guard let mark = id.lastIndex(of: "."), let created = Int(id[id.index(after: mark)...], radix: 36) else {
+            throw .sessionGone(id: id)
+        }
+        let left = absoluteLifetime - .seconds(Date().timeIntervalSince1970 - Double(created))
+        guard left > .zero else { throw .sessionGone(id: id) }
+        return min(lifetime, left)
     }
 }

@@ -11,7 +11,8 @@ import Testing
             let sessions = ServerSessions<Visits>(backend: backend)
             let created = try await sessions.create(Visits(member: 1))
             #expect(created.version == 1)
-            #expect(created.id.count == 43)   // 32 bytes, base64url without padding
+            // 32 random bytes, base64url without padding, then "." and the creation time.
+            #expect(created.id.split(separator: ".").first?.count == 43)
             var read = try #require(try await sessions.get(created.id))
             #expect(read == created)
             read.value.count = 5
@@ -345,6 +346,35 @@ import Testing
             }
             #expect(ContinuousClock.now - started < .seconds(5))
             #expect(try await sessions.get(id)?.value.upstream == "stale")
+        }
+    }
+}
+
+/// A session can't be kept alive forever by writing it: its absolute lifetime ends it.
+@Suite struct AbsoluteLifetimeTests {
+    @Test(arguments: Backend.available)
+    func writesSlideASessionButNotPastItsAbsoluteLifetime(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend, lifetime: .seconds(60), absoluteLifetime: .seconds(2))
+            let id = try await sessions.create(Visits(member: 1)).id
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await sessions.update(id) { $0.count += 1 }.value.count == 1, "alive, and a write slides it")
+            try await Task.sleep(for: .milliseconds(2_100))
+            #expect(try await sessions.get(id) == nil, "past its absolute lifetime, whatever the sliding one says")
+            await #expect(throws: SessionBackendError.sessionGone(id: id)) { try await sessions.update(id) { $0.count += 1 } }
+        }
+    }
+
+    @Test(arguments: Backend.available)
+    func aTamperedCreationTimeNamesNoSession(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend, absoluteLifetime: .seconds(3600))
+            let id = try await sessions.create(Visits(member: 1)).id
+            let (random, created) = (id.split(separator: ".")[0], Int(id.split(separator: ".")[1], radix: 36)!)
+            let younger = "\(random).\(String(created + 3_000, radix: 36))"
+            #expect(try await sessions.get(younger) == nil)
+            #expect(try await sessions.get(String(random)) == nil, "an ID without its creation time")
+            #expect(try await sessions.get(id) != nil)
         }
     }
 }

@@ -276,7 +276,12 @@ enum FileSystem {
         return names
     }
 
-    /// Moves a bad file aside to `name.corrupt-<timestamp>` and returns the new path.
+    /// How many set-aside copies of a file are kept: a damaged file may hold a token from an
+    /// earlier version's format, so older copies are removed rather than kept forever.
+    static let setAsideCopiesKept = 3
+
+    /// Moves a bad file aside to `name.corrupt-<timestamp>` and returns the new path; keeps the
+    /// newest ``setAsideCopiesKept`` such copies and removes older ones.
     static func moveAside(_ name: String, in directory: TrustedDirectory) throws(StoreError) -> String {
         let stamp = Int(Date().timeIntervalSince1970 * 1000)
         var destination = "\(name).corrupt-\(stamp)"
@@ -289,8 +294,19 @@ enum FileSystem {
         guard renameat(directory.descriptor, name, directory.descriptor, destination) == 0 else {
             throw .unwritable(path: directory.path(of: name), reason: "cannot move the corrupted file aside (\(lastError()))")
         }
+        let copies = names(in: directory).filter { $0.hasPrefix("\(name).corrupt-") }.sorted(by: newestLast)
+        for old in copies.dropLast(setAsideCopiesKept) { unlinkat(directory.descriptor, old, 0) }
         _ = flushToDisk(directory.descriptor)
         return directory.path(of: destination)
+    }
+
+    /// Orders set-aside copies by their timestamp, then by their attempt number.
+    private static func newestLast(_ a: String, _ b: String) -> Bool {
+        func key(_ name: String) -> [Int] {
+            guard let marker = name.range(of: ".corrupt-", options: .backwards) else { return [] }
+            return name[marker.upperBound...].split(separator: "-").compactMap { Int($0) }
+        }
+        return key(a).lexicographicallyPrecedes(key(b))
     }
 
     /// Makes what was written to `fd` durable; returns whether it could.
