@@ -66,9 +66,11 @@ public protocol EnvironmentSchema: SendableMetatype {
     /// - Returns: The account's name.
     static func accountID(of user: User) -> String
 
-    /// Whether `user` is the account named `name`: `accountID(of: user) == name`, which the
-    /// defaults decide without making text of every `id` they compare (a switch compares one
-    /// name with each signed-in account's). Implement it only beside ``accountID(of:)``.
+    /// Whether `user` is the account named `name`: `accountID(of: user) == name`, exactly. The
+    /// one rule by which a switch, a sign-out, a refresh and the store find an account: `"7"`
+    /// names the account whose `id` is `7`; `"007"` and `"+7"` name none. The defaults decide it
+    /// without making text of every `id` they compare (a switch compares one name with each
+    /// signed-in account's). Implement it only beside ``accountID(of:)``, with the same answers.
     /// - Parameters:
     ///   - user: A signed-in user.
     ///   - name: An account's name.
@@ -100,9 +102,13 @@ extension EnvironmentSchema where User: Identifiable, User.ID: LosslessStringCon
     @inlinable
     public static func accountID(of user: User) -> String { user.id.description }
 
-    /// Whether `name` reads as the user's `id`: one conversion of `name`, none of the `id`.
+    /// Whether `name` is the user's `id` as text: one conversion of `name`, and one of the `id`
+    /// only when they match (so `"007"` and `"+7"`, which read as `7`, are not `"7"`).
     @inlinable
-    public static func isAccount(_ user: User, named name: String) -> Bool { User.ID(name) == user.id }
+    public static func isAccount(_ user: User, named name: String) -> Bool {
+        guard let id = User.ID(name), id == user.id else { return false }
+        return id.description == name
+    }
 }
 
 extension EnvironmentSchema where User: Identifiable, User.ID == UUID {

@@ -76,7 +76,7 @@ extension EnvironmentStack {
         let origin = FrameOrigin(.logout, fileID: fileID, line: line)
         let committed = withActiveState { state in
             state.update(origin) { environment in
-                ended = environment.accounts.first { App.accountID(of: $0.user) == name }
+                ended = environment.accounts.first { App.isAccount($0.user, named: name) }
                 return environment.applySessionEvent(.logoutAccount(name)).outcome.isApplied
             }
         }

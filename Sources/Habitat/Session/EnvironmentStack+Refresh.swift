@@ -117,7 +117,7 @@ extension EnvironmentStack {
     ) async throws(E) -> SessionRefreshOutcome {
         let pick: (HabitatEnvironment<App>) -> UserSession<App.User>? = { environment in
             guard let name else { return environment.session }
-            return environment.accounts.first { App.accountID(of: $0.user) == name }
+            return environment.accounts.first { App.isAccount($0.user, named: name) }
         }
         while true {
             guard let session = pick(current) else { return .notLoggedIn }
