@@ -20,7 +20,8 @@ and the check puts it there:
 App blocks never import a test framework or HabitatTesting; test blocks always import the app.
 
 A block may instead name a file of another package CI builds and tests (`Examples/ModularApp/...`,
-`Examples/Server/...`, `Integrations/...`): it must be in that file, verbatim.
+`Examples/Server/...`, `Integrations/...`): it must be in that file, verbatim; when the paragraph
+above says "(whole)", it must be the whole file.
 
 A block that compiles only for Apple (it imports SwiftUI, UIKit...) says so on the line above its
 fence and names its app file like the others:
@@ -30,6 +31,13 @@ On Linux it is listed, not compiled. `--apple` compiles it for iOS and macOS wit
 target, wrapped in `#if canImport(<the Apple module it imports>)`; the article's other app blocks
 join it there, so their `#if canImport(Security)` branches are checked for Apple too.
 Scripts/check-apple.sh runs that mode.
+
+A transcript of the demo, a plain ``` block marked above its fence with
+    <!-- transcript: habitat-demo -->
+is run: each `swift run habitat-demo --store /tmp/demo ARGS   # OUTPUT` line runs the built demo
+(in a fresh directory in place of /tmp/demo) and its output, lines joined by " / ", must be
+OUTPUT; a `# stderr: TEXT` line below it must start what it printed on stderr (`…` ends the
+part compared); other lines (`echo garbage > /tmp/demo/session.json`) run in the shell.
 
 A block no check can compile says so, with a reason, and is the only kind that may name no file:
     <!-- not compiled: a Package.swift fragment -->
@@ -67,7 +75,8 @@ def fail(message):
 
 
 def blocks(path):
-    """(line, code, skip reason, placement, Apple-only reason) for every ```swift block."""
+    """(line, code, skip reason, placement, Apple-only reason, whether the paragraph says the block
+    is a whole file) for every ```swift block."""
     lines = path.read_text().splitlines()
     found = []
     index = 0
@@ -93,10 +102,46 @@ def blocks(path):
                 end += 1
             code = "\n".join(lines[index + 1:end])
             found.append((index + 1, code, skip.group(1) if skip else None, places[-1] if places else None,
-                          apple.group(1) if apple else None))
+                          apple.group(1) if apple else None, "(whole)" in " ".join(paragraph)))
             index = end
         index += 1
     return found
+
+
+TRANSCRIPT = re.compile(r"<!--\s*transcript:\s*habitat-demo\s*-->")
+DEMO_LINE = re.compile(r"^swift run habitat-demo --store /tmp/demo (.+?)\s+#\s(.*)$")
+
+
+def check_transcripts(binary):
+    """Runs every demo transcript in the docs and compares what it printed; returns how many lines."""
+    checked = 0
+    for doc in DOCS:
+        lines = doc.read_text().splitlines()
+        for index, line in enumerate(lines):
+            if not TRANSCRIPT.search(line):
+                continue
+            store = pathlib.Path(subprocess.run(["mktemp", "-d"], capture_output=True, text=True).stdout.strip()) / "demo"
+            end = lines.index("```", index + 2)
+            last = None
+            for number, text in enumerate(lines[index + 2:end], start=index + 3):
+                where = f"{doc.relative_to(ROOT)}:{number}"
+                stderr_line = re.match(r"^\s*#\s*stderr:\s*(.*)$", text)
+                if stderr_line:
+                    expected = stderr_line.group(1).split("…")[0]
+                    actual = last.stderr.replace(str(store), "/tmp/demo") if last else ""
+                    if not actual.startswith(expected):
+                        fail(f"{where}: the demo printed on stderr {actual!r}, not {expected!r}…")
+                    continue
+                command = DEMO_LINE.match(text)
+                if command:
+                    last = subprocess.run([binary, "--store", str(store)] + command.group(1).split(), capture_output=True, text=True)
+                    actual = " / ".join(l.strip() for l in last.stdout.strip().splitlines())
+                    if actual != command.group(2).strip():
+                        fail(f"{where}: `habitat-demo {command.group(1)}` printed {actual!r}, not {command.group(2).strip()!r}")
+                elif text.strip():
+                    subprocess.run(text.replace("/tmp/demo", str(store)), shell=True, check=True)
+                checked += 1
+    return checked
 
 
 def module_name(path):
@@ -151,7 +196,7 @@ def generate():
         name = module_name(doc)
         app, tests, program = OUT / f"{name}App", OUT / f"{name}Tests", OUT / f"{name}Program"
         main_code = []
-        for number, (line, code, skip, place, apple_only) in enumerate(found):
+        for number, (line, code, skip, place, apple_only, whole) in enumerate(found):
             total += 1
             if apple_only:
                 module = APPLE_MODULE.search(code)
@@ -173,6 +218,8 @@ def generate():
                 file = ROOT / place[0]
                 if not file.exists() or code.strip() not in file.read_text():
                     fail(f"{relative}:{line}: the block is not in {place[0]}, verbatim")
+                if whole and code.strip() != file.read_text().strip():
+                    fail(f"{relative}:{line}: the paragraph says the block is {place[0]} (whole), and it is only a part")
                 how = ("type-checked for Apple by Scripts/check-apple.sh" if place[0].startswith("Examples/SwiftUIApp/")
                        else "built and tested by CI")
                 report.append(f"  {relative}:{line}: {place[0]}: verbatim ({how})")
@@ -271,6 +318,11 @@ def main():
     print(f"docs: {total} swift blocks, {total - len(skipped) - len(apple)} compiled where they say they go, "
           f"{len(apple)} for Apple only (Scripts/check-apple.sh), {len(skipped)} marked not compiled:")
     print("\n".join(report), flush=True)
+
+    # The demo's transcripts, run.
+    run("swift", "build", "--product", "habitat-demo", cwd=ROOT)
+    demo = subprocess.run(["swift", "build", "--show-bin-path"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    print(f"docs: {check_transcripts(demo + '/habitat-demo')} transcript lines of the demo ran and printed what they say")
 
     # The README's app: built, tested, and run twice from a fresh data directory.
     run("swift", "build", "--build-tests", "-Xswiftc", "-warnings-as-errors", cwd=QUICKSTART)

@@ -81,12 +81,13 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///
     /// - Parameters:
     ///   - live: Builds the live world: real services, the real clock.
-    ///   - preview: Builds the world Xcode previews show, if it differs.
+    ///   - preview: The world Xcode previews show, if it differs; like `live`, a value built only
+    ///     where it is used (in a preview).
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     public init(
         live: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>,
-        preview: (@Sendable () -> HabitatEnvironment<App>)? = nil,
+        preview: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>? = nil,
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) {
@@ -99,7 +100,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         case .live:
             root = StackState(stackID: id, base: world.environment, origin: origin, liveScopes: nil)
         case .preview:
-            root = StackState(stackID: id, base: preview?() ?? world.environment, origin: origin, liveScopes: nil)
+            root = StackState(stackID: id, base: preview() ?? world.environment, origin: origin, liveScopes: nil)
         case .test:
             root = StackState(stackID: id, emptyBaseOrigin: origin)
             // One scope that never ends: every read looks for its task's scope (see `LiveWorld`).

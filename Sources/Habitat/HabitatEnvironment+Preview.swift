@@ -11,7 +11,7 @@ extension HabitatEnvironment {
     /// ```swift
     /// let appEnvironment = EnvironmentStack<AppWorld>(
     ///     live: HabitatEnvironment(services: .live),
-    ///     preview: { .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada")) }
+    ///     preview: .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada"))
     /// )
     /// ```
     /// - Parameters:

@@ -37,7 +37,9 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
             // NB: a whole environment never reads the stack: in a test run, the stack outside
             // every test's scope is the live world, which a test must not reach.
             if let environment {
-                try await stack.withEnvironment(environment()) { try await function() }
+                var world = environment()
+                change(&world)
+                try await stack.withEnvironment(world) { try await function() }
             } else {
                 try await stack.withEnvironment(change) { try await function() }
             }
@@ -76,5 +78,26 @@ extension Trait {
         _ environment: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>
     ) -> Self where Self == EnvironmentTrait<App> {
         EnvironmentTrait(stack: stack, environment: environment, change: { _ in })
+    }
+
+    /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
+    /// from a fresh `environment` changed by `change`: a whole world plus the one thing this
+    /// test needs different.
+    ///
+    /// ```swift
+    /// @Test(.environment(appEnvironment, .test(services: .stub())) { $0.locale = Locale(identifier: "de_DE") })
+    /// func greetsInGerman() async throws { ... }
+    /// ```
+    /// - Parameters:
+    ///   - stack: The app's stack.
+    ///   - environment: The scope's base environment, built once per test.
+    ///   - change: Changes it, once per test, before the test runs.
+    /// - Returns: The trait.
+    public static func environment<App>(
+        _ stack: EnvironmentStack<App>,
+        _ environment: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>,
+        _ change: @escaping @Sendable (inout HabitatEnvironment<App>) -> Void
+    ) -> Self where Self == EnvironmentTrait<App> {
+        EnvironmentTrait(stack: stack, environment: environment, change: change)
     }
 }

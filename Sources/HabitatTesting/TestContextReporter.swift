@@ -28,11 +28,11 @@ public enum TestContextReporter: _HabitatTestReporting {
         if CapturedStackReports.shared.capture(message) {
             return
         } else if let current = Test.current, CapturedTestFailures.current == nil {
-            Issue.record(Comment(rawValue: message), sourceLocation: current.sourceLocation)
+            WorldReport(message).record(at: current.sourceLocation)
         } else if escaped, let soleScope {
             // NB: no test is current in escaped work, so the issue has no test to go to; at the
             // one open test's declaration it points at the user's code, not at this file.
-            Issue.record(Comment(rawValue: message), sourceLocation: soleScope)
+            WorldReport(message).record(at: soleScope)
         } else {
             reportTestFailure(message)
         }
@@ -126,5 +126,23 @@ package final class CapturedStackReports: @unchecked Sendable {
             captures[key, default: []].append(message)
             return true
         }
+    }
+}
+
+/// A report as Swift Testing shows it: its first sentence as the issue's headline (an issue
+/// recorded from an error is headlined with the error, one recorded with a comment only says
+/// "Issue recorded"), and the rest, how to fix it, as the comment.
+private struct WorldReport: Error, CustomStringConvertible {
+    let description: String
+    let details: String
+
+    init(_ message: String) {
+        let end = message.range(of: ". ")
+        description = end.map { String(message[..<$0.lowerBound]) } ?? message
+        details = end.map { String(message[$0.upperBound...]) } ?? ""
+    }
+
+    func record(at location: SourceLocation) {
+        Issue.record(self, details.isEmpty ? nil : Comment(rawValue: details), sourceLocation: location)
     }
 }

@@ -28,6 +28,14 @@ struct TraitTests {
         #expect(AppEnvironment.current.services.label == "whole")
     }
 
+    /// A whole world plus the one change this test needs, in one trait.
+    @Test(.environment(AppEnvironment, .test(services: Services(label: "whole"), config: Config())) { $0.config.greeting = "Hallo" })
+    func aTraitCanStartFromAWholeEnvironmentAndChangeIt() {
+        #expect(AppEnvironment.current.services.label == "whole")
+        #expect(AppEnvironment.current.config.greeting == "Hallo")
+        #expect(AppEnvironment.depth == 1, "one scope, its base the changed world")
+    }
+
     @Test(.environment(AppEnvironment) { $0.services.label = "repeated" }, arguments: 0..<3)
     func eachArgumentRunsInItsOwnScope(round: Int) {
         #expect(AppEnvironment.depth == 1)

@@ -105,6 +105,20 @@ struct ContextFenceTests {
         #expect(stack.liveWorldBuilds == 1, "built when reached, once")
     }
 
+    /// The issue says what happened in its headline (not Swift Testing's generic "Issue
+    /// recorded") and how to fix it in its comment.
+    @Test func aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() {
+        let stack = EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
+        withKnownIssue("expected, not a failure: the point of this test is the report") {
+            _ = stack.current
+        } matching: { issue in
+            let headline = issue.error.map { "\($0)" } ?? ""
+            return headline.hasPrefix("test aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() reached the live world of the stack made at ")
+                && headline.hasSuffix(": no test world is installed")
+                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test world with `.environment(stack, .test(services: ...))`") == true
+        }
+    }
+
     @Test func aDetachedReadInsideATestScopeIsAnEscapedScope() async {
         let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {

@@ -52,6 +52,9 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: movedTo)) == garbage, "kept for a bug report")
         #expect(launch.problem == problem)
         #expect(stack.current.session == nil)
+        let line = "\(launch)"
+        #expect(line.hasPrefix("set aside: "))
+        #expect(line.components(separatedBy: movedTo).count == 2, "names the set-aside copy once: \(line)")
 
         stack.login(user: .grace, token: AuthToken("g"))
         try stack.save(to: sessions)

@@ -164,6 +164,47 @@ struct FileSessions {
             return key == "habitat.session"
         }
         #expect(store.contents["habitat.session"] == Data(stored.utf8))
+        #expect(store.contents["habitat.session.invalid"] == Data(stored.utf8), "and a copy kept aside")
+    }
+
+    /// A snapshot of the wrong shape (the app's user type changed) is kept aside before the next
+    /// save replaces it, as a damaged file is; a later bad snapshot doesn't replace that copy.
+    @Test func aSnapshotOfTheWrongShapeIsKeptAsideBeforeTheNextSaveReplacesIt() throws {
+        let wrongShape = Data(#"{"version":1,"payload":{"session":{"user":{"login":"ada"},"state":"authenticated"}}}"#.utf8)
+        let store = InMemoryStore(["habitat.session": wrongShape])
+        let sessions = SessionStore<TestApp>(store: store, secrets: InMemorySecretStore())
+        let stack = makeStack()
+        #expect(stack.restoreAtLaunch(from: sessions).problem != nil)
+        stack.login(user: .grace, token: AuthToken("g"))
+        try stack.save(to: sessions)
+        #expect(try sessions.load()?.session?.user == .grace, "the next save replaced the snapshot")
+        #expect(store.contents["habitat.session.invalid"] == wrongShape, "the old one is kept aside")
+
+        try store.write(["habitat.session": Data(#"{"version":1,"payload":7}"#.utf8)])
+        #expect(throws: SnapshotError.self) { try sessions.load() }
+        #expect(store.contents["habitat.session.invalid"] == wrongShape, "the first copy stays")
+    }
+
+    /// A logout whose token can't be deleted (a secrets directory made immutable) still ends
+    /// the session on disk: the signed-out snapshot is written, the caller is told, the next
+    /// launch is logged out, and the token no snapshot names is discarded once it can be.
+    @Test func aLogoutWhoseTokenCantBeDeletedStillEndsTheSessionOnDisk() throws {
+        let secrets = WriteRefusingSecretStore()
+        let store = InMemoryStore()
+        let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
+        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+
+        secrets.refusesWrites = true
+        #expect(throws: SnapshotError.store(.unwritable(path: "habitat.session.token", reason: "immutable"))) {
+            try sessions.save(makeEnvironment())
+        }
+        let relaunched = makeStack()
+        #expect(relaunched.restoreAtLaunch(from: sessions).snapshot?.session == nil, "the next launch is logged out")
+        #expect(relaunched.current.session == nil)
+
+        secrets.refusesWrites = false
+        _ = try sessions.load()
+        #expect(try secrets.secret(forKey: "habitat.session.token") == nil, "the orphan token is discarded once it can be")
     }
 
     /// A login whose snapshot can't be written leaves what was saved before: the previous
@@ -466,4 +507,23 @@ final class ErrorLog: @unchecked Sendable {
     private var values: [SnapshotError] = []
     func append(_ value: SnapshotError) { lock.withLock { values.append(value) } }
     var entries: [SnapshotError] { lock.withLock { values } }
+}
+
+/// A secret store whose writes fail while `refusesWrites` is set, as a directory made immutable.
+// Safe: `refusing` is read and written only with `lock` held; `base` is thread-safe.
+final class WriteRefusingSecretStore: SecretStore, @unchecked Sendable {
+    private let base = InMemorySecretStore()
+    private let lock = NSLock()
+    private var refusing = false
+    var refusesWrites: Bool {
+        get { lock.withLock { refusing } }
+        set { lock.withLock { refusing = newValue } }
+    }
+
+    func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
+
+    func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        if refusesWrites { throw .unwritable(path: key, reason: "immutable") }
+        try base.setSecret(secret, forKey: key)
+    }
 }

@@ -40,15 +40,33 @@ import Darwin
         }
     }
 
-    @Test func aGroupWritableAncestorIsRefusedAndAStickyOneIsFine() throws {
+    @Test func anAncestorOthersCanWriteIsRefusedAndAStickyOneIsFine() throws {
+        let directory = try TemporaryDirectory()
+        let shared = directory.file("shared")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
+        chmod(shared.path, 0o777)
+        #expect(throws: StoreError.untrustedDirectory(path: shared.path, reason: "it is writable by group or others (mode 777); make it 0700")) {
+            try FileSecretStore(directory: shared.appendingPathComponent("app/secrets"))
+        }
+        chmod(shared.path, 0o1777)   // as /tmp: only an entry's owner may move it
+        let store = try FileSecretStore(directory: shared.appendingPathComponent("app/secrets"))
+        try store.setSecret(Data("mine".utf8), forKey: "token")
+        #expect(try store.secret(forKey: "token") == Data("mine".utf8))
+    }
+
+    @Test(.enabled(if: isRoot, "chgrp to another group needs root (CI runs as root)"))
+    func anAncestorWritableByAnotherGroupIsRefusedAndByTheUsersOwnPrivateGroupIsFine() throws {
         let directory = try TemporaryDirectory()
         let shared = directory.file("shared")
         try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: false)
         chmod(shared.path, 0o775)
+        #expect(chown(shared.path, 0, Self.otherUser) == 0)   // the group `nogroup`: not this user's
         #expect(throws: StoreError.untrustedDirectory(path: shared.path, reason: "it is writable by group or others (mode 775); make it 0700")) {
             try FileSecretStore(directory: shared.appendingPathComponent("app/secrets"))
         }
-        chmod(shared.path, 0o1777)   // as /tmp: only an entry's owner may move it
+        // The user's own group, with no other members (root's, here): a umask 002 system's parents.
+        #expect(chown(shared.path, 0, getegid()) == 0)
+        chmod(shared.path, 0o775)
         let store = try FileSecretStore(directory: shared.appendingPathComponent("app/secrets"))
         try store.setSecret(Data("mine".utf8), forKey: "token")
         #expect(try store.secret(forKey: "token") == Data("mine".utf8))

@@ -47,7 +47,7 @@ extension EnvironmentStack {
 /// What ``EnvironmentStack/restoreAtLaunch(from:fileID:line:)`` found.
 ///
 /// `print(launch)` gives one line that names no user data: `restored a session (restored)`,
-/// `restored, logged out`, `nothing saved`, `awaiting the token: ...`, `set aside to PATH: ...`,
+/// `restored, logged out`, `nothing saved`, `awaiting the token: ...`, `set aside: ...` (the problem names the file and where the bad copy was kept),
 /// `failed: ...`.
 public enum LaunchRestore<App: EnvironmentSchema>: Sendable, CustomStringConvertible {
     /// The saved session is back, ``AuthState/restored`` until a refresh, with the saved
@@ -80,7 +80,8 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable, CustomStringConvert
         case .restoredLoggedOut(let snapshot): "restored, logged out" + (snapshot.tokenProblem.map { ": \($0.localizedDescription)" } ?? "")
         case .nothingSaved: "nothing saved"
         case .awaitingToken(_, let problem): "awaiting the token: \(problem.localizedDescription)"
-        case .setAside(let movedTo, let problem): "set aside to \(movedTo): \(problem.localizedDescription)"
+        // NB: the problem names the file and its set-aside copy already.
+        case .setAside(_, let problem): "set aside: \(problem.localizedDescription)"
         case .failed(let problem): "failed: \(problem.localizedDescription)"
         }
     }

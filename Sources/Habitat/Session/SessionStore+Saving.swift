@@ -50,9 +50,20 @@ extension SessionStore {
             }
             let signedOut = stored?.account.flatMap { $0 == activeName || others[$0] != nil ? nil : $0 }
             let purged = Set(storedIndex.keys.filter { $0 != activeName && others[$0] == nil } + (signedOut.map { [$0] } ?? []))
+            // NB: a sign-out that writes no new token ends the session on disk even when a token
+            // can't be deleted (a secrets directory made immutable): the snapshot is written all
+            // the same, and the error thrown after it. A token no snapshot names signs nobody in,
+            // and a later load that can delete it discards it.
+            let endsWhatever = environment.session == nil && others.keys.allSatisfy { keptOthers[$0] != nil }
+            var deferred: StoreError?
+            func removing(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+                do { try body() } catch where endsWhatever { deferred = deferred ?? error }
+            }
 
             // 1. Signed out here: the tokens go first, and stay gone.
-            for name in purged where storedIndex[name] != nil { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+            for name in purged where storedIndex[name] != nil {
+                try removing { () throws(StoreError) in try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+            }
 
             // 2. New tokens beside the previous ones: the record under `tokenKey` first, so that
             // it lists every item before the item is written.
@@ -88,7 +99,7 @@ extension SessionStore {
             let snapshot = try encode(environment, pairID: active?.id, others: pairs)
             var undo: [(key: String, data: Data?)] = []
             if record != stored {
-                try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey)
+                try removing { () throws(StoreError) in try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey) }
                 if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
             }
             // The signed-out accounts' data, once no token of theirs is left (an active account's
@@ -108,6 +119,7 @@ extension SessionStore {
                 for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
                 throw error
             }
+            if let deferred { throw deferred }
 
             // 4. What the previous state needed and the new one doesn't. Best effort: the save
             // is made; when a removal fails, the record keeps naming what is left, and the next

@@ -222,6 +222,19 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         try lock.withLock { () throws(SnapshotError) in try loadLocked(secretsReadable: secretsReadable) }
     }
 
+    /// Keeps a snapshot that doesn't decode (the app's types changed shape) under
+    /// `key + ".invalid"`, as a file store keeps a damaged file aside: the next save replaces the
+    /// snapshot. The first such copy is kept; a later one doesn't replace it.
+    private func keepAside(_ data: Data) {
+        let aside = key + ".invalid"
+        do {
+            guard try store.data(forKey: aside) == nil else { return }
+            try store.write([aside: data])
+        } catch {
+            // Best effort: the load throws what it found all the same.
+        }
+    }
+
     func loadLocked(secretsReadable: Bool = false) throws(SnapshotError) -> SessionSnapshot<App>? {
         let stored: Data?
         do {
@@ -229,7 +242,13 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         } catch {
             throw .store(error)
         }
-        let payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }
+        let payload: Payload?
+        do throws(SnapshotError) {
+            payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }
+        } catch {
+            if case .invalidSnapshot = error, let stored { keepAside(stored) }
+            throw error
+        }
         let secret = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
         let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
         let (session, tokenProblem) = payload?.session.map { restore($0, from: secret, key: tokenKey, absenceIsFinal: absenceIsFinal) } ?? (nil, nil)

@@ -1,6 +1,7 @@
 import Foundation
 import MyApp
 
-// A directory of the app's own: the second run finds the first run's session there.
-let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("my-app-data")
-print(try await launch(dataDirectory: dataDirectory))
+// The app's own data directory, per user: Application Support on Apple platforms,
+// $XDG_DATA_HOME (or ~/.local/share) on Linux. The second run finds the first run's session.
+let support = try FileManager.default.url(for: .applicationSupportDirectory, in: .userDomainMask, appropriateFor: nil, create: true)
+print(try await launch(dataDirectory: support.appendingPathComponent("my-app")))

@@ -101,5 +101,5 @@ public nonisolated extension AppServices {
 /// The app's world: live in the app, the preview world in Xcode's previews, a test's own in tests.
 public nonisolated let appEnvironment = EnvironmentStack<MainApp>(
     live: HabitatEnvironment(services: .live),
-    preview: { .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada")) }
+    preview: .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada"))
 )

@@ -14,7 +14,9 @@ import Musl
 ///
 /// The rules are OpenSSH's `StrictModes`, applied to the whole path:
 /// - every ancestor is owned by root or by this user, and writable by nobody else unless it is
-///   sticky (`/tmp`, where only an entry's owner can rename or remove it);
+///   sticky (`/tmp`, where only an entry's owner can rename or remove it); as Debian's OpenSSH
+///   allows, an ancestor writable by its group is fine when that group is this user's own and
+///   has no other members (the user-private groups of a `umask 002` system);
 /// - the directory itself is not a symbolic link, is owned by this user and is writable by
 ///   nobody else; a directory of secrets is not readable by anybody else either (`0700`).
 ///
@@ -117,6 +119,16 @@ final class TrustedDirectory: @unchecked Sendable {
         return fd
     }
 
+    /// Whether `gid` is this user's own group with no other members.
+    private static func isPrivateGroup(_ gid: gid_t) -> Bool {
+        guard gid == getegid() else { return false }
+        var group = group()
+        var found: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getgrgid_r(gid, &group, &buffer, buffer.count, &found) == 0, found != nil else { return false }
+        return group.gr_mem == nil || group.gr_mem.pointee == nil
+    }
+
     private static func checkStatus(of fd: Int32, path: String, isTarget: Bool, forSecrets: Bool) throws(StoreError) {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .unreadable(path: path, reason: FileSystem.lastError()) }
@@ -134,6 +146,7 @@ final class TrustedDirectory: @unchecked Sendable {
             // NB: a sticky shared directory (/tmp) is meant for everyone: as an ancestor it is
             // safe (only an entry's owner can move it); as the store's own directory it is not.
             if sticky && !isTarget { return }
+            if !isTarget, status.st_mode & S_IWOTH == 0, isPrivateGroup(status.st_gid) { return }
             throw .untrustedDirectory(
                 path: path,
                 reason: sticky
