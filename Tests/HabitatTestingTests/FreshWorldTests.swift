@@ -1,0 +1,47 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+/// A mock that counts its calls: a class, so a world that reused it would show its count.
+// Safe: `count` is read and written only with `lock` held.
+final class CallCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func call() -> Int { lock.withLock { count += 1; return count } }
+}
+
+/// Services holding a mock class, as many apps' do.
+struct CountingServices: Sendable {
+    var counter = CallCounter()
+}
+
+enum CountingApp: EnvironmentSchema {
+    typealias Services = CountingServices
+}
+
+let countingEnvironment = EnvironmentStack<CountingApp>(HabitatEnvironment(services: CountingServices()))
+
+/// Every argument of a parameterized test runs in a world built for it: its mocks are its own,
+/// whichever trait form builds them, and whatever order or parallelism the cases run in.
+/// (Swift Testing runs a repetition through the same scope as an argument, so it gets a fresh
+/// world the same way; this toolchain's `swift test` has no flag to repeat a run.)
+@Suite struct FreshWorldTests {
+    @Test(.environment(countingEnvironment, .test(services: CountingServices())), arguments: 0..<8)
+    func eachArgumentGetsAWorldOfItsOwnFromAWholeWorldTrait(argument: Int) {
+        #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
+    }
+
+    @Test(.environment(countingEnvironment) { $0.services.counter = CallCounter() }, arguments: 0..<8)
+    func eachArgumentGetsAWorldOfItsOwnFromAChangeTrait(argument: Int) {
+        #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
+        countingEnvironment.push { $0.services.counter = CallCounter() }
+        #expect(countingEnvironment.depth == 2, "and its pushes are its own")
+    }
+
+    @Test(.environment(countingEnvironment, .test(services: CountingServices())) { _ in }, arguments: 0..<8)
+    func eachArgumentGetsAWorldOfItsOwnFromAWorldAndChangeTrait(argument: Int) {
+        #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
+    }
+}
