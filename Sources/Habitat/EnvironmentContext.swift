@@ -50,13 +50,13 @@ public enum EnvironmentContext: String, Sendable, CaseIterable {
 
 /// How the `Habitat` module reaches the test frameworks without importing them: `HabitatTesting`
 /// declares the one conforming type, and a stack that must report a test's read of the live
-/// world finds it by name. Not for apps.
-public protocol _HabitatTestReporting: SendableMetatype {
+/// world finds it by name. Package-visible: not for apps.
+package protocol HabitatTestReporting: SendableMetatype {
     /// A read in a test run reached the live world of `stack` ("the stack made at FILE:LINE")
     /// while `openScopes` scopes of that stack were open in the process.
     static func liveWorldReached(stack: String, openScopes: Int)
 }
 
 /// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.
-let testReporter: (any _HabitatTestReporting.Type)? =
-    _typeByName("14HabitatTesting19TestContextReporterO") as? any _HabitatTestReporting.Type
+let testReporter: (any HabitatTestReporting.Type)? =
+    _typeByName("14HabitatTesting19TestContextReporterO") as? any HabitatTestReporting.Type

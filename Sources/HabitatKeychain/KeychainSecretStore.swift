@@ -29,8 +29,9 @@ public import Habitat
 ///   waits for `EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)`
 ///   before it takes a missing token for a logout.
 ///
-/// The Keychain calls go through ``calls``; tests pass a model of the Keychain there
-/// (`HabitatTesting`'s `SimulatedKeychain`) and never reach a real keychain.
+/// The Keychain calls go through the `calls` given to
+/// ``init(service:accessGroup:accessibility:reportsMissingReliably:calls:)``; tests pass a model
+/// of the Keychain there (`HabitatTesting`'s `SimulatedKeychain`) and never reach a real keychain.
 public final class KeychainSecretStore: SecretStore {
     /// The items' service (`kSecAttrService`).
     public let service: String
@@ -44,8 +45,8 @@ public final class KeychainSecretStore: SecretStore {
     /// The largest secret this store writes, in bytes (16 KiB): Keychain calls are requests to
     /// a system service, meant for small secrets.
     public let maximumSecretSize = 16 << 10
-    /// The Keychain calls this store makes.
-    public let calls: KeychainCalls
+    /// The Keychain calls this store makes. For the package's tests.
+    package let calls: KeychainCalls
 
     /// Opens the Keychain items of `service`.
     /// - Parameters:

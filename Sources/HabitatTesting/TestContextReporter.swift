@@ -7,11 +7,11 @@ import XCTest
 /// test world: `Habitat` finds this type by name, so it needs no import of either framework.
 ///
 /// Not for apps: linking `HabitatTesting` is what turns the stack's warning into a test failure.
-public enum TestContextReporter: _HabitatTestReporting {
+package enum TestContextReporter: HabitatTestReporting {
     /// Fails the test that read the live world of `stack`, once per test, at the test's own
     /// line; a read from work that escaped a test's scope is reported as "escaped scope", once
     /// per set of open test scopes, at the open test's declaration when only one is open.
-    public static func liveWorldReached(stack: String, openScopes: Int) {
+    package static func liveWorldReached(stack: String, openScopes: Int) {
         let test = Test.current?.name ?? XCTestWatcher.shared.running
         let (scopes, soleScope) = OpenTestScopes.shared.snapshot
         let escaped = test == nil && openScopes > 0

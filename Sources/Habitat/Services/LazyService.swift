@@ -87,8 +87,8 @@ public struct LazyService<Value: Sendable>: Sendable {
     public var isBuilt: Bool { cell.isPublished }
 
     /// How many times the factory has started: 0 before the first read, then 1, however many
-    /// readers there were.
-    public var factoryRuns: Int { cell.runs }
+    /// readers there were. For the package's tests.
+    package var factoryRuns: Int { cell.runs }
 }
 
 /// Why a ``LazyService`` can't give its service.

@@ -17,7 +17,7 @@ public import Foundation
 /// The snapshot is JSON under ``key`` in the plain store; the token's secret is under
 /// `"\(key).token"` in the secret store and nowhere else. With several accounts signed in, the
 /// snapshot holds them all and says which is active, and each account that isn't active keeps
-/// its token under ``tokenKey(forAccount:)``.
+/// its token under `tokenKey.NAME`.
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
 /// store: saves and loads take turns on an advisory lock on ``lockFile``, held only while they
@@ -107,10 +107,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// The token's key in ``secrets``: the active account's.
     public var tokenKey: String { key + ".token" }
 
-    /// The key in ``secrets`` of the token of a signed-in account that isn't the active one.
-    /// - Parameter name: The account's name (``EnvironmentSchema/accountID(of:)``).
-    /// - Returns: `"\(tokenKey).\(name)"`.
-    public func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
+    /// The key in ``secrets`` of the token of a signed-in account that isn't the active one:
+    /// `"\(tokenKey).\(name)"`, `name` being the account's (``EnvironmentSchema/accountID(of:)``).
+    package func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
 
     /// The namespace of one signed-in account's own data (drafts, caches, settings): a save
     /// that finds the account signed out, by ``EnvironmentStack/logout(account:fileID:line:)``,
@@ -147,7 +146,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///
     /// Other signed-in accounts (``HabitatEnvironment/otherAccounts``) are saved in the same
     /// snapshot, which records which account is active; each keeps its token in its own item,
-    /// ``tokenKey(forAccount:)``, paired the same way. An account signed out since the last
+    /// `tokenKey.NAME`, paired the same way. An account signed out since the last
     /// save loses its token first, then its namespace of ``accountData(for:)``, and only then
     /// is the snapshot written.
     ///
