@@ -23,7 +23,7 @@ private enum AgentsApp: EnvironmentSchema {
         return stack
     }
 
-    @Test(arguments: ["007", "+7", "7.0", " 7", ""])
+    @Test(arguments: ["007", "+7", "7.0", " 7", "", "07", "-7", "7 "])
     func aNameThatOnlyReadsAsTheIDNamesNoAccountAnywhere(_ name: String) async throws {
         let stack = signedInSevenAndEight()
         #expect(!AgentsApp.isAccount(Agent(id: 7), named: name))
@@ -33,6 +33,16 @@ private enum AgentsApp: EnvironmentSchema {
         #expect(outcome == .notLoggedIn)
         #expect(stack.current.accounts.map(\.user.id).sorted() == [7, 8], "nothing changed")
         #expect(stack.current.accounts.map(\.token.secret).sorted() == ["eight", "seven"])
+    }
+
+    /// The `Int` fast path against the text it stands for, on the edge cases of the number form.
+    @Test(arguments: [0, 7, -7, 10, 100, -100, Int.max, Int.min])
+    func anIntIDIsNamedExactlyByItsDescription(_ id: Int) {
+        let user = Agent(id: id)
+        #expect(AgentsApp.isAccount(user, named: id.description))
+        for other in ["+\(id)", "0\(id)", "-0", "00", "\(id)0", " \(id)", "-\(id)"] where other != id.description {
+            #expect(AgentsApp.isAccount(user, named: other) == (other == AgentsApp.accountID(of: user)), "\(other)")
+        }
     }
 
     @Test func theExactNameNamesTheAccountEverywhere() async throws {
