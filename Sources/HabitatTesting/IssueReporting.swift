@@ -65,28 +65,26 @@ let isRunningXCTest: Bool = {
 /// Failures that `reportTestFailure` hands to the calling task instead of recording them: for
 /// HabitatTesting's own tests of what its helpers report, so a test whose point is a failure
 /// message checks the message without printing a known issue in every run.
-package final class CapturedTestFailures: @unchecked Sendable {
-    // Safe: `messages` is read and written only with `lock` held.
-    private let lock = NSLock()
-    private var messages: [String] = []
+package final class CapturedTestFailures: Sendable {
+    private let messages = LockedBox<[String]>([])
 
     @TaskLocal package static var current: CapturedTestFailures?
 
     func append(_ message: String) {
-        lock.withLock { messages.append(message) }
+        messages.withLock { $0.append(message) }
     }
 
     /// Runs `body`, and returns the failures reported in it (and in its child tasks).
     package static func capture(_ body: () async throws -> Void) async rethrows -> [String] {
         let capture = CapturedTestFailures()
         try await $current.withValue(capture) { try await body() }
-        return capture.lock.withLock { capture.messages }
+        return capture.messages.withLock { $0 }
     }
 
     /// Runs `body`, and returns the failures reported in it.
     package static func capture(_ body: () throws -> Void) rethrows -> [String] {
         let capture = CapturedTestFailures()
         try $current.withValue(capture) { try body() }
-        return capture.lock.withLock { capture.messages }
+        return capture.messages.withLock { $0 }
     }
 }

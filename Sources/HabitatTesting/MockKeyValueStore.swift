@@ -139,42 +139,44 @@ public final class MockSecretStore: SecretStore, Sendable {
 
 /// What both mocks share: their contents, the log of operations, and the queue of injected
 /// failures, all behind one lock.
-// Safe: every stored property is read and written only with `lock` held.
-final class MockRecorder<Operation: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [String: Data]
-    private var log: [Operation] = []
-    private var failures: [StoreError] = []
-    private var unavailableReason: String?
-
-    init(_ values: [String: Data]) {
-        self.values = values
+final class MockRecorder<Operation: Sendable>: Sendable {
+    private struct State {
+        var values: [String: Data]
+        var log: [Operation] = []
+        var failures: [StoreError] = []
+        var unavailableReason: String?
     }
 
-    var operations: [Operation] { lock.withLock { log } }
-    var contents: [String: Data] { lock.withLock { values } }
+    private let state: LockedBox<State>
+
+    init(_ values: [String: Data]) {
+        state = LockedBox(State(values: values))
+    }
+
+    var operations: [Operation] { state.withLock { $0.log } }
+    var contents: [String: Data] { state.withLock { $0.values } }
 
     func failNext(_ count: Int, with error: StoreError) {
-        lock.withLock { failures.append(contentsOf: Array(repeating: error, count: count)) }
+        state.withLock { $0.failures.append(contentsOf: Array(repeating: error, count: count)) }
     }
 
     func clearOperations() {
-        lock.withLock { log.removeAll() }
+        state.withLock { $0.log.removeAll() }
     }
 
     func setUnavailable(_ reason: String?) {
-        lock.withLock { unavailableReason = reason }
+        state.withLock { $0.unavailableReason = reason }
     }
 
     /// Logs `operation`, then throws the next injected failure, or `.unavailable` about `key`
     /// while the store is unavailable, or runs `body` on the contents.
     func perform<R>(_ operation: Operation, key: String, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        log.append(operation)
-        if !failures.isEmpty { throw failures.removeFirst() }
-        if let unavailableReason { throw .unavailable(key: key, reason: unavailableReason) }
-        return body(&values)
+        try state.withLock { (state) throws(StoreError) -> R in
+            state.log.append(operation)
+            if !state.failures.isEmpty { throw state.failures.removeFirst() }
+            if let reason = state.unavailableReason { throw .unavailable(key: key, reason: reason) }
+            return body(&state.values)
+        }
     }
 }
 

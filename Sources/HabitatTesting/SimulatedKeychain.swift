@@ -20,8 +20,7 @@ import Habitat
 /// entitlement (writes fail with -34018, reads say "not found", as on recent macOS); items
 /// surviving the app's deletion (the model is not tied to any app's files); and failures injected
 /// into the next writes.
-// Safe: every stored property is read and written only with `lock` held.
-public final class SimulatedKeychain: @unchecked Sendable {
+public final class SimulatedKeychain: Sendable {
     /// The device's lock state, as data protection sees it.
     public enum Device: Sendable, Hashable {
         /// Restarted and not unlocked since: no protected item can be read.
@@ -44,99 +43,108 @@ public final class SimulatedKeychain: @unchecked Sendable {
         case delete(KeychainItem)
     }
 
-    private struct Key: Hashable {
+    fileprivate struct Key: Hashable {
         var service: String
         var account: String
         var group: String
     }
 
-    private struct Stored {
+    fileprivate struct Stored {
         var data: Data
         var accessibility: KeychainAccessibility
     }
 
-    private let lock = NSLock()
-    private var items: [Key: Stored] = [:]
-    private var state = Device.unlocked
-    private var prewarmed = false
-    private var entitled = true
-    private var failures: [Int32] = []
-    private var calls_: [Call] = []
-    private let groups: [String]
+    /// The keychain's contents and the device's state: the model below works on it, behind
+    /// one lock.
+    fileprivate struct Model {
+        var items: [Key: Stored] = [:]
+        var state = Device.unlocked
+        var prewarmed = false
+        var entitled = true
+        var failures: [Int32] = []
+        var calls: [Call] = []
+        let groups: [String]
+    }
+
+    private let model: LockedBox<Model>
 
     /// Makes an empty keychain, unlocked.
     /// - Parameter accessGroups: The keychain access groups the app is entitled to; the first is
     ///   where an item goes when a write names no group.
     public init(accessGroups: [String] = ["TEAMID.default"]) {
         precondition(!accessGroups.isEmpty, "an app belongs to at least one access group")
-        groups = accessGroups
+        model = LockedBox(Model(groups: accessGroups))
     }
 
     /// The device's lock state; ``Device/unlocked`` to begin with.
     public var device: Device {
-        get { lock.withLock { state } }
-        set { lock.withLock { state = newValue } }
+        get { model.withLock { $0.state } }
+        set { model.withLock { $0.state = newValue } }
     }
 
     /// Whether reads before the first unlock answer "not found" (`errSecItemNotFound`) instead of
     /// `errSecInteractionNotAllowed`, as one report says a prewarmed launch did.
     public var answersNotFoundBeforeFirstUnlock: Bool {
-        get { lock.withLock { prewarmed } }
-        set { lock.withLock { prewarmed = newValue } }
+        get { model.withLock { $0.prewarmed } }
+        set { model.withLock { $0.prewarmed = newValue } }
     }
 
     /// Whether the app is signed with a keychain entitlement; without one, writes fail with
     /// `errSecMissingEntitlement` and reads say "not found".
     public var isEntitled: Bool {
-        get { lock.withLock { entitled } }
-        set { lock.withLock { entitled = newValue } }
+        get { model.withLock { $0.entitled } }
+        set { model.withLock { $0.entitled = newValue } }
     }
 
     /// Makes the next writes (add or update) fail with `statuses`, one each, leaving the items
     /// as they were.
     /// - Parameter statuses: The statuses to answer, in order.
     public func failNextWrites(with statuses: Int32...) {
-        lock.withLock { failures += statuses }
+        model.withLock { $0.failures += statuses }
     }
 
     /// Every call so far, in order.
-    public var receivedCalls: [Call] { lock.withLock { calls_ } }
+    public var receivedCalls: [Call] { model.withLock { $0.calls } }
 
     /// The data of the item named by `service` and `account` in `group` (any group when `nil`),
     /// read as the test's own eyes, ignoring the lock state.
     /// - Returns: The data, or `nil` when there is no such item.
     public func storedData(service: String, account: String, group: String? = nil) -> Data? {
-        lock.withLock { matches(KeychainItem(service: service, account: account, accessGroup: group)).first.flatMap { items[$0]?.data } }
+        model.withLock { model in model.matches(KeychainItem(service: service, account: account, accessGroup: group)).first.flatMap { model.items[$0]?.data } }
     }
 
     /// The accessibility class an item was last written with.
     public func storedAccessibility(service: String, account: String) -> KeychainAccessibility? {
-        lock.withLock { matches(KeychainItem(service: service, account: account)).first.flatMap { items[$0]?.accessibility } }
+        model.withLock { model in model.matches(KeychainItem(service: service, account: account)).first.flatMap { model.items[$0]?.accessibility } }
     }
 
     /// How many items the keychain holds, in every group.
-    public var itemCount: Int { lock.withLock { items.count } }
+    public var itemCount: Int { model.withLock { $0.items.count } }
 
     /// The table of calls to give a `KeychainSecretStore`.
     public var calls: KeychainCalls {
         KeychainCalls(
-            add: { item, data, accessibility in self.add(item, data, accessibility) },
-            copy: { item in self.copy(item) },
-            update: { item, data, accessibility in self.update(item, data, accessibility) },
-            delete: { item in self.delete(item) },
+            add: { item, data, accessibility in self.model.withLock { $0.add(item, data, accessibility) } },
+            copy: { item in self.model.withLock { $0.copy(item) } },
+            update: { item, data, accessibility in self.model.withLock { $0.update(item, data, accessibility) } },
+            delete: { item in self.model.withLock { $0.delete(item) } },
             message: { status in "simulated keychain status \(status)" }
         )
     }
+}
 
-    // MARK: The model (with `lock` held)
+// The model, on the state behind the lock.
+extension SimulatedKeychain.Model {
+    typealias Key = SimulatedKeychain.Key
+    typealias Stored = SimulatedKeychain.Stored
 
-    private func matches(_ item: KeychainItem) -> [Key] {
+    func matches(_ item: KeychainItem) -> [Key] {
         items.keys.filter {
             $0.service == item.service && $0.account == item.account && (item.accessGroup == nil || $0.group == item.accessGroup)
         }.sorted { $0.group < $1.group }
     }
 
-    private func readable(_ accessibility: KeychainAccessibility) -> Bool {
+    func readable(_ accessibility: KeychainAccessibility) -> Bool {
         switch (state, accessibility) {
         case (.unlocked, _), (.locked, .afterFirstUnlockThisDeviceOnly): true
         default: false
@@ -144,59 +152,51 @@ public final class SimulatedKeychain: @unchecked Sendable {
     }
 
     /// The status a query gets before it touches an item, if any.
-    private func refusal(_ item: KeychainItem, writing: Bool) -> Int32? {
+    mutating func refusal(_ item: KeychainItem, writing: Bool) -> Int32? {
         if let group = item.accessGroup, !groups.contains(group) { return KeychainStatus.missingEntitlement }
         if !entitled { return writing ? KeychainStatus.missingEntitlement : KeychainStatus.itemNotFound }
         if writing, !failures.isEmpty { return failures.removeFirst() }
         return nil
     }
 
-    private func add(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
-        lock.withLock {
-            calls_.append(.add(item))
-            if let refusal = refusal(item, writing: true) { return refusal }
-            let key = Key(service: item.service, account: item.account, group: item.accessGroup ?? groups[0])
-            guard items[key] == nil else { return KeychainStatus.duplicateItem }
-            guard readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
-            items[key] = Stored(data: data, accessibility: accessibility)
-            return KeychainStatus.success
-        }
+    mutating func add(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
+        calls.append(.add(item))
+        if let refusal = refusal(item, writing: true) { return refusal }
+        let key = Key(service: item.service, account: item.account, group: item.accessGroup ?? groups[0])
+        guard items[key] == nil else { return KeychainStatus.duplicateItem }
+        guard readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
+        items[key] = Stored(data: data, accessibility: accessibility)
+        return KeychainStatus.success
     }
 
-    private func copy(_ item: KeychainItem) -> (status: Int32, data: Data?) {
-        lock.withLock {
-            calls_.append(.copy(item))
-            if let refusal = refusal(item, writing: false) { return (refusal, nil) }
-            if state == .beforeFirstUnlock, prewarmed { return (KeychainStatus.itemNotFound, nil) }
-            guard let key = matches(item).first, let stored = items[key] else { return (KeychainStatus.itemNotFound, nil) }
-            guard readable(stored.accessibility) else { return (KeychainStatus.interactionNotAllowed, nil) }
-            return (KeychainStatus.success, stored.data)
-        }
+    mutating func copy(_ item: KeychainItem) -> (status: Int32, data: Data?) {
+        calls.append(.copy(item))
+        if let refusal = refusal(item, writing: false) { return (refusal, nil) }
+        if state == .beforeFirstUnlock, prewarmed { return (KeychainStatus.itemNotFound, nil) }
+        guard let key = matches(item).first, let stored = items[key] else { return (KeychainStatus.itemNotFound, nil) }
+        guard readable(stored.accessibility) else { return (KeychainStatus.interactionNotAllowed, nil) }
+        return (KeychainStatus.success, stored.data)
     }
 
-    private func update(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
-        lock.withLock {
-            calls_.append(.update(item))
-            if let refusal = refusal(item, writing: true) { return refusal }
-            guard let key = matches(item).first, let stored = items[key] else { return KeychainStatus.itemNotFound }
-            guard readable(stored.accessibility), readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
-            items[key] = Stored(data: data, accessibility: accessibility)
-            return KeychainStatus.success
-        }
+    mutating func update(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
+        calls.append(.update(item))
+        if let refusal = refusal(item, writing: true) { return refusal }
+        guard let key = matches(item).first, let stored = items[key] else { return KeychainStatus.itemNotFound }
+        guard readable(stored.accessibility), readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
+        items[key] = Stored(data: data, accessibility: accessibility)
+        return KeychainStatus.success
     }
 
-    private func delete(_ item: KeychainItem) -> Int32 {
-        lock.withLock {
-            calls_.append(.delete(item))
-            if let refusal = refusal(item, writing: true) { return refusal }
-            let found = matches(item)
-            guard !found.isEmpty else { return KeychainStatus.itemNotFound }
-            guard found.allSatisfy({ items[$0].map { readable($0.accessibility) } ?? true }) else {
-                return KeychainStatus.interactionNotAllowed
-            }
-            for key in found { items[key] = nil }
-            return KeychainStatus.success
+    mutating func delete(_ item: KeychainItem) -> Int32 {
+        calls.append(.delete(item))
+        if let refusal = refusal(item, writing: true) { return refusal }
+        let found = matches(item)
+        guard !found.isEmpty else { return KeychainStatus.itemNotFound }
+        guard found.allSatisfy({ items[$0].map { readable($0.accessibility) } ?? true }) else {
+            return KeychainStatus.interactionNotAllowed
         }
+        for key in found { items[key] = nil }
+        return KeychainStatus.success
     }
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-public import Habitat
+import Habitat
 import Testing
 import XCTest
 
@@ -40,23 +40,19 @@ package enum TestContextReporter: HabitatTestReporting {
 }
 
 /// The reports made so far, so each is made once.
-final class Reported: @unchecked Sendable {
-    // Safe: `keys` is read and written only with `lock` held.
+final class Reported: Sendable {
     static let shared = Reported()
-    private let lock = NSLock()
-    private var keys: Set<String> = []
+    private let keys = LockedBox<Set<String>>([])
 
     /// Adds `key`; returns whether it was new.
-    func insert(_ key: String) -> Bool { lock.withLock { keys.insert(key).inserted } }
+    func insert(_ key: String) -> Bool { keys.withLock { $0.insert(key).inserted } }
 }
 
 /// The tests that run inside an environment scope now, by name and, for Swift Testing's, where
 /// the test is declared.
-package final class OpenTestScopes: @unchecked Sendable {
-    // Safe: `open` is read and written only with `lock` held.
+package final class OpenTestScopes: Sendable {
     static let shared = OpenTestScopes()
-    private let lock = NSLock()
-    private var open: [UUID: (name: String, location: SourceLocation?)] = [:]
+    private let open = LockedBox<[UUID: (name: String, location: SourceLocation?)]>([:])
 
     package init() {}
 
@@ -64,64 +60,61 @@ package final class OpenTestScopes: @unchecked Sendable {
     /// `nil` when several are open (tests run in parallel, and which one's work escaped can't
     /// be told), or when the only one is an XCTest test's.
     package var snapshot: (names: [String], soleLocation: SourceLocation?) {
-        lock.withLock { (open.values.map(\.name).sorted(), open.count == 1 ? open.values.first?.location : nil) }
+        open.withLock { open in (open.values.map(\.name).sorted(), open.count == 1 ? open.values.first?.location : nil) }
     }
 
     /// Runs `body` with `name` among the open test scopes.
     package func with<R>(_ name: String, at location: SourceLocation? = nil, _ body: () async throws -> R) async rethrows -> R {
         let key = UUID()
-        lock.withLock { open[key] = (name, location) }
-        defer { _ = lock.withLock { open.removeValue(forKey: key) } }
+        open.withLock { $0[key] = (name, location) }
+        defer { _ = open.withLock { $0.removeValue(forKey: key) } }
         return try await body()
     }
 
     /// Runs `body` with `name` among the open test scopes.
     package func with<R>(_ name: String, _ body: () throws -> R) rethrows -> R {
         let key = UUID()
-        lock.withLock { open[key] = (name, nil) }
-        defer { _ = lock.withLock { open.removeValue(forKey: key) } }
+        open.withLock { $0[key] = (name, nil) }
+        defer { _ = open.withLock { $0.removeValue(forKey: key) } }
         return try body()
     }
 }
 
 /// The XCTest test running now, as XCTest tells its observers.
+// Safe: its one stored property is a lock box (`NSObject` subclasses can only say `Sendable` this way).
 final class XCTestWatcher: NSObject, XCTestObservation, @unchecked Sendable {
-    // Safe: `current` is read and written only with `lock` held.
     static let shared: XCTestWatcher = {
         let watcher = XCTestWatcher()
         XCTestObservationCenter.shared.addTestObserver(watcher)
         return watcher
     }()
-    private let lock = NSLock()
-    private var current: String?
+    private let current = LockedBox<String?>(nil)
 
-    var running: String? { lock.withLock { current } }
+    var running: String? { current.withLock { $0 } }
 
-    func testCaseWillStart(_ testCase: XCTestCase) { lock.withLock { current = testCase.name } }
-    func testCaseDidFinish(_ testCase: XCTestCase) { lock.withLock { current = nil } }
+    func testCaseWillStart(_ testCase: XCTestCase) { current.withLock { $0 = testCase.name } }
+    func testCaseDidFinish(_ testCase: XCTestCase) { current.withLock { $0 = nil } }
 }
 
 /// Reports about one stack that HabitatTesting's own tests collect instead of failing: a read
 /// from a detached task has no task-local capture, so the capture is by the stack's
 /// declaration, process-wide.
-package final class CapturedStackReports: @unchecked Sendable {
-    // Safe: `captures` is read and written only with `lock` held.
+package final class CapturedStackReports: Sendable {
     package static let shared = CapturedStackReports()
-    private let lock = NSLock()
-    private var captures: [String: [String]] = [:]
+    private let captures = LockedBox<[String: [String]]>([:])
 
     /// Collects reports about the stack made at `fileID`:`line` while `body` runs.
     package func collect(stackAt fileID: String, line: UInt, _ body: () async throws -> Void) async rethrows -> [String] {
         let key = "\(fileID):\(line)"
-        lock.withLock { captures[key] = [] }
-        defer { _ = lock.withLock { captures.removeValue(forKey: key) } }
+        captures.withLock { $0[key] = [] }
+        defer { _ = captures.withLock { $0.removeValue(forKey: key) } }
         try await body()
-        return lock.withLock { captures[key] ?? [] }
+        return captures.withLock { $0[key] ?? [] }
     }
 
     /// Keeps `message` if it is about a stack being collected; returns whether it did.
     func capture(_ message: String) -> Bool {
-        lock.withLock {
+        captures.withLock { captures in
             guard let key = captures.keys.first(where: { message.contains("the stack made at \($0)") }) else { return false }
             captures[key, default: []].append(message)
             return true

@@ -30,12 +30,10 @@ public enum TestWorld {
         }
     }
 
-    // Safe: `value` is read and written only with `lock` held.
-    private final class Counter: @unchecked Sendable {
-        private let lock = NSLock()
-        private var value: UInt64 = 0
+    private final class Counter: Sendable {
+        private let value = LockedBox<UInt64>(0)
         func next() -> UInt64 {
-            lock.withLock {
+            value.withLock { value in
                 defer { value += 1 }
                 return value
             }

@@ -22,7 +22,7 @@ import Testing
         var feed = Feed()
         let (_, continuation) = AsyncStream.makeStream(of: EnvironmentChange<TestApp>.self)
         feed.subscribers.append((1, continuation))
-        feed.delivery = Lock()
+        feed.delivery = LockedBox(())
         let origin = FrameOrigin(.push, fileID: #fileID, line: #line)
         #expect(feed.record(origin, old: frame("a"), new: frame("b"), depth: 2) != nil)
         #expect(feed.record(origin, old: frame("b"), new: frame("c"), depth: 3) != nil)

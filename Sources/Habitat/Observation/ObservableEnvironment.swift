@@ -73,17 +73,15 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
     }
 
     /// The task that follows the stack; cancelled when the object goes.
-    // Safe: `task` is only read and written with `lock` held.
-    private final class Subscription: @unchecked Sendable {
-        private let lock = Lock()
-        private var task: Task<Void, Never>?
+    private final class Subscription: Sendable {
+        private let task = LockedBox<Task<Void, Never>?>(nil)
 
         func start(_ task: Task<Void, Never>) {
-            lock.withLock { self.task = task }
+            self.task.withLock { $0 = task }
         }
 
         func cancel() {
-            lock.withLock { task }?.cancel()
+            task.withLock { $0 }?.cancel()
         }
     }
 }

@@ -8,10 +8,9 @@ import Dispatch
 /// while a save runs are coalesced into the next one, so a burst of changes costs a few saves,
 /// and the last state always lands.
 @usableFromInline
-// Safe: every stored property but `enabled` is read and written only with `lock` held; the
-// saves themselves run outside it, on the one worker that `working` admits. `enabled` is
-// atomic, and only a hint: the lock decides.
-final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
+// NB: the saves run outside the state's lock, on the one worker that `working` admits. `enabled`
+// is atomic, and only a hint: the state decides.
+final class Autosave<App: EnvironmentSchema>: Sendable {
     /// NB: a class, so that marking a save as pending moves one reference, not the store's
     /// and the closures' several.
     final class Target: Sendable {
@@ -35,49 +34,52 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         }
     }
 
-    private let lock = Lock()
-    private var target: Target?
-    /// Where the next save goes; set by a change, taken by the worker.
-    private var pending: Target?
-    /// Whether a worker is scheduled or saving.
-    private var working = false
-    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Why the last save failed; `nil` after a save that succeeded.
-    private var failure: SnapshotError?
-    /// What the stack knows its store holds (see ``KnownSession``): set by restores and saves.
-    private var known: KnownSession?
+    private struct State {
+        var target: Target?
+        /// Where the next save goes; set by a change, taken by the worker.
+        var pending: Target?
+        /// Whether a worker is scheduled or saving.
+        var working = false
+        var flushWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Why the last save failed; `nil` after a save that succeeded.
+        var failure: SnapshotError?
+        /// What the stack knows its store holds (see ``KnownSession``): set by restores and saves.
+        var known: KnownSession?
+    }
+
+    private let state = LockedBox(State())
     /// 1 while a target is set, so transitions skip autosave with one load when it is off.
     @usableFromInline let enabled = AtomicWord(0)
 
     init() {}
 
     func enable(_ target: Target) {
-        lock.withLock {
-            self.target = target
+        state.withLock {
+            $0.target = target
             enabled.store(1, ordering: .releasing)
         }
     }
 
     /// The store autosave writes to, if it is on.
     var sessions: SessionStore<App>? {
-        lock.withLock { target?.sessions }
+        state.withLock { $0.target?.sessions }
     }
 
     /// Stops saving later changes; a save already asked for still happens.
     func disable() {
-        lock.withLock {
-            target = nil
+        state.withLock {
+            $0.target = nil
             enabled.store(0, ordering: .releasing)
         }
     }
 
     /// Asks for a save of the current state, if autosave is on.
     func requestSave() {
-        let start: Bool = lock.withLock {
-            guard let target else { return false }
-            if pending !== target { pending = target }
-            guard !working else { return false }
-            working = true
+        let start: Bool = state.withLock { state in
+            guard let target = state.target else { return false }
+            if state.pending !== target { state.pending = target }
+            guard !state.working else { return false }
+            state.working = true
             return true
         }
         if start {
@@ -90,14 +92,14 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
         while true {
             // NB: whether to stop is decided under the lock, with `pending`: a change that comes
             // in later finds `working` cleared and starts a worker of its own.
-            let (next, waiters): (Target?, [CheckedContinuation<Void, Never>]) = lock.withLock {
-                if let next = pending {
-                    pending = nil
+            let (next, waiters): (Target?, [CheckedContinuation<Void, Never>]) = state.withLock { state in
+                if let next = state.pending {
+                    state.pending = nil
                     return (next, [])
                 }
-                working = false
-                defer { flushWaiters = [] }
-                return (nil, flushWaiters)
+                state.working = false
+                defer { state.flushWaiters = [] }
+                return (nil, state.flushWaiters)
             }
             guard let next else {
                 for waiter in waiters { waiter.resume() }
@@ -105,9 +107,9 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
             }
             do throws(SnapshotError) {
                 try save(next.read, to: next.sessions, adopt: next.adopt)
-                lock.withLock { failure = nil }
+                state.withLock { $0.failure = nil }
             } catch {
-                lock.withLock { failure = error }
+                state.withLock { $0.failure = error }
                 next.onError(error)
             }
         }
@@ -139,13 +141,13 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
 
     /// What the stack knows its store holds.
     var knowledge: KnownSession? {
-        get { lock.withLock { known } }
-        set { lock.withLock { known = newValue } }
+        get { state.withLock { $0.known } }
+        set { state.withLock { $0.known = newValue } }
     }
 
     /// Why the last save failed, if it did.
     var lastFailure: SnapshotError? {
-        lock.withLock { failure }
+        state.withLock { $0.failure }
     }
 
     /// Saves again when the last save failed (a locked secret store that is readable now).
@@ -156,9 +158,9 @@ final class Autosave<App: EnvironmentSchema>: @unchecked Sendable {
     /// Returns once every save asked for so far has been written (or has failed).
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = lock.withLock {
-                if working { flushWaiters.append(continuation) }
-                return !working
+            let idle = state.withLock { state in
+                if state.working { state.flushWaiters.append(continuation) }
+                return !state.working
             }
             if idle { continuation.resume() }
         }

@@ -59,18 +59,18 @@ extension EnvironmentStack {
 
 /// A stack following its session store (see ``EnvironmentStack/followStore(_:checkingEvery:)``):
 /// following stops when this is released or ``stop()`` is called.
-// Safe: `timer` is read and written only with `lock` held.
+// Safe: the timer is reached only through its box, with the lock held (a `DispatchSourceTimer`
+// doesn't say `Sendable` everywhere, so neither can the box).
 public final class StoreFollower: @unchecked Sendable {
-    private let lock = Lock()
-    private var timer: (any DispatchSourceTimer)?
+    private let timer: LockedBox<(any DispatchSourceTimer)?>
 
     init(_ timer: any DispatchSourceTimer) {
-        self.timer = timer
+        self.timer = LockedBox(timer)
     }
 
     /// Stops following.
     public func stop() {
-        lock.withLock {
+        timer.withLock { timer in
             timer?.cancel()
             timer = nil
         }

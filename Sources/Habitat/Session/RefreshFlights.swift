@@ -5,6 +5,8 @@
 /// The first caller leads: it runs its refresh closure, applies the answer to its stack (which
 /// saves it, when autosave is on) and only then hands the answer to the callers that joined
 /// meanwhile. Each of those applies the same answer to its own view of the stack.
+// Safe: the flights are reached only through their box, with the lock held (the box can't say
+// `Sendable`: it holds `Flight` objects, mutable, each touched only there too).
 final class RefreshFlights: @unchecked Sendable {
     static let shared = RefreshFlights()
 
@@ -28,10 +30,8 @@ final class RefreshFlights: @unchecked Sendable {
         var waiters: [CheckedContinuation<Joined<User>, Never>] = []
     }
 
-    // Safe: `flights` and every flight's `waiters` are only touched with `lock` held.
-    private let lock = Lock()
     /// Each value is the `Flight<User>` of its `Key<User>`: the casts below can't fail.
-    private var flights: [AnyHashable: AnyObject] = [:]
+    private let flights = LockedBox<[AnyHashable: AnyObject]>([:])
 
     /// Leads the flight for `key` when none is in the air, or waits for its answer.
     func join<User: Sendable>(
@@ -39,7 +39,7 @@ final class RefreshFlights: @unchecked Sendable {
         isolation: isolated (any Actor)? = #isolation
     ) async -> Joined<User> {
         await withCheckedContinuation(isolation: isolation) { (continuation: CheckedContinuation<Joined<User>, Never>) in
-            lock.withLock {
+            flights.withLock { flights in
                 if let flight = flights[key] {
                     (flight as! Flight<User>).waiters.append(continuation)
                 } else {
@@ -52,7 +52,7 @@ final class RefreshFlights: @unchecked Sendable {
 
     /// Ends the flight for `key` and hands `answer` (`nil`: stale) to every caller that joined it.
     func land<User: Sendable>(_ key: Key<User>, with answer: Result<SessionRefresh<User>, any Error>?) {
-        let waiters = lock.withLock {
+        let waiters = flights.withLock { flights in
             flights.removeValue(forKey: key).map { ($0 as! Flight<User>).waiters } ?? []
         }
         for waiter in waiters {
@@ -63,7 +63,7 @@ final class RefreshFlights: @unchecked Sendable {
     /// How many callers wait for the refresh of `token` on any stack, or `nil` when none is in
     /// the air (for tests).
     func waiterCount<User: Sendable>(token: String, as _: User.Type) -> Int? {
-        lock.withLock {
+        flights.withLock { flights in
             let waiting = flights.compactMap { key, flight in
                 (key.base as? Key<User>)?.token == token ? (flight as? Flight<User>)?.waiters.count : nil
             }

@@ -21,7 +21,7 @@ import Musl
 /// app that holds a file lock in a shared container, and a lease a suspended or crashed holder
 /// leaves behind ends at its deadline, or as soon as its process is gone.
 package final class SessionLock: Sendable {
-    private let mutex = Lock()
+    private let mutex = LockedBox(())
     /// The lock file around saves and loads, and around the lease's own reads and writes.
     let path: String?
     /// The lock file's directory, opened once and checked like a store's

@@ -19,8 +19,8 @@ public import Foundation
 /// a directory swapped for a symbolic link afterwards changes nothing. Secret files are opened
 /// without following symbolic links and must be regular files of at most ``maximumSecretSize``
 /// bytes. Writers in several processes take turns on a lock file (`.lock`) in the directory.
-// Safe: every property is immutable, and `lock` serialises this process's file access.
-public final class FileSecretStore: SecretStore, @unchecked Sendable {
+// NB: `lock` serialises this process's file access; `flock` on `.lock`, other processes'.
+public final class FileSecretStore: SecretStore {
 
     /// The directory that holds one file per secret.
     public let directory: URL
@@ -29,7 +29,7 @@ public final class FileSecretStore: SecretStore, @unchecked Sendable {
     private let directoryPath: String
     /// The directory, opened once and checked: every file is reached through it.
     private let trusted: TrustedDirectory
-    private let lock = Lock()
+    private let lock = LockedBox(())
 
     /// Opens the secret directory, creating it owner-only when missing.
     ///

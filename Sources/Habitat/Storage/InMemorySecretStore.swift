@@ -1,25 +1,23 @@
 public import Foundation
 
 /// A ``SecretStore`` in memory, for tests and previews.
-// Safe: `secrets` is read and written only with `lock` held.
-public final class InMemorySecretStore: SecretStore, @unchecked Sendable {
-    private let lock = Lock()
-    private var secrets: [String: Data] = [:]
+public final class InMemorySecretStore: SecretStore {
+    private let secrets = LockedBox<[String: Data]>([:])
 
     /// Creates an empty secret store.
     public init() {}
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
-        lock.withLock { secrets[key] }
+        secrets.withLock { $0[key] }
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        lock.withLock { secrets[key] = secret }
+        secrets.withLock { $0[key] = secret }
     }
 
     /// The names of the secrets held, for assertions.
     package var keys: [String] {
-        lock.withLock { Array(secrets.keys) }
+        secrets.withLock { Array($0.keys) }
     }
 }
 

@@ -6,23 +6,21 @@ public import Foundation
 /// let store = InMemoryStore()
 /// try store.set(3, for: StoreKey<Int>("launches"))
 /// ```
-// Safe: `values` is read and written only with `lock` held.
-public final class InMemoryStore: KeyValueStore, @unchecked Sendable {
-    private let lock = Lock()
-    private var values: [String: Data]
+public final class InMemoryStore: KeyValueStore {
+    private let values: LockedBox<[String: Data]>
 
     /// Creates a store holding `values`.
     /// - Parameter values: The initial contents; empty by default.
     public init(_ values: [String: Data] = [:]) {
-        self.values = values
+        self.values = LockedBox(values)
     }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
-        lock.withLock { values[key] }
+        values.withLock { $0[key] }
     }
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
-        lock.withLock {
+        values.withLock { values in
             for (key, data) in changes {
                 values[key] = data
             }
@@ -30,11 +28,11 @@ public final class InMemoryStore: KeyValueStore, @unchecked Sendable {
     }
 
     public func keys() throws(StoreError) -> [String] {
-        lock.withLock { Array(values.keys) }
+        values.withLock { Array($0.keys) }
     }
 
     /// Everything in the store, for assertions.
     package var contents: [String: Data] {
-        lock.withLock { values }
+        values.withLock { $0 }
     }
 }

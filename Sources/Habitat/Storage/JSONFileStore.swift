@@ -42,9 +42,8 @@ public import Foundation
 /// The document is small-data storage: each write rewrites the whole file, so writing `n` keys
 /// one at a time costs `n` rewrites of a growing document. Write them together with one
 /// ``write(_:)``: one rewrite, one lock, all of them or none.
-// Safe: every property is immutable; file access is serialised by `flock` across processes
-// and by `lock` within this one.
-public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
+// NB: file access is serialised by `flock` across processes and by `lock` within this one.
+public final class JSONFileStore: KeyValueStore {
 
     /// The document's location.
     public let url: URL
@@ -55,7 +54,7 @@ public final class JSONFileStore: KeyValueStore, @unchecked Sendable {
     private let lockName: String
     /// The file's directory, opened once and checked: every file is reached through it.
     private let directory: TrustedDirectory
-    private let lock = Lock()
+    private let lock = LockedBox(())
     /// The largest document this store reads or writes, in bytes.
     public let maximumFileSize: Int
 

@@ -15,7 +15,7 @@ public import Foundation
 public final class UserDefaultsStore: KeyValueStore, @unchecked Sendable {
     private let defaults: UserDefaults
     private let prefix: String
-    private let lock = Lock()
+    private let lock = LockedBox(())
 
     /// Creates a store over `defaults`.
     /// - Parameters:

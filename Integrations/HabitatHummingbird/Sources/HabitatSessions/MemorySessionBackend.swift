@@ -7,9 +7,7 @@ public import Foundation
 /// An expired session is dropped when it is next asked for, or by ``purgeExpired()``: a
 /// long-running server runs ``ServerSessions/purgeExpired(every:onError:)`` beside it, or
 /// the sessions of members who never come back stay in memory.
-// Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
-// Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
-public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
+public final class MemorySessionBackend: SessionBackend {
     private struct Entry {
         var session: StoredSession
         var expires: ContinuousClock.Instant
@@ -20,16 +18,13 @@ public final class MemorySessionBackend: SessionBackend, @unchecked Sendable {
         var leases: [String: (holder: String, deadline: ContinuousClock.Instant)] = [:]
     }
 
-    private let lock = NSLock()
-    private var state = State()
+    private let state = LockedBox(State())
     private let clock = ContinuousClock()
 
     public init() {}
 
     private func withState<R>(_ body: (inout State, ContinuousClock.Instant) throws(SessionBackendError) -> R) throws(SessionBackendError) -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&state, clock.now)
+        try state.withLock { (state) throws(SessionBackendError) in try body(&state, clock.now) }
     }
 
     /// The live entry `id`; an expired one is dropped.

@@ -3,8 +3,7 @@ import Foundation
 /// Work raced against its timeout: the first to finish resumes the caller, and the other is
 /// cancelled and not awaited, so a caller never waits past the timeout for work that ignores
 /// cancellation (a query on a dropped connection, an upstream that trickles its answer).
-// Safe: `continuation`, `work`, `timer` and `isCancelled` are read and written only with `lock` held.
-package final class Race<R: Sendable>: @unchecked Sendable {
+package final class Race<R: Sendable>: Sendable {
     /// The timeout came first.
     package struct TimedOut: Error {}
 
@@ -21,16 +20,19 @@ package final class Race<R: Sendable>: @unchecked Sendable {
         }
     }
 
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<Result<R, any Error>, Never>?
-    private var work: Task<Void, Never>?
-    private var timer: Task<Void, Never>?
-    private var isCancelled = false
+    private struct State {
+        var continuation: CheckedContinuation<Result<R, any Error>, Never>?
+        var work: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var isCancelled = false
+    }
+
+    private let state = LockedBox(State())
 
     func start(_ continuation: CheckedContinuation<Result<R, any Error>, Never>, work body: @escaping @Sendable () async throws -> R, timeout: Duration) {
         // A caller cancelled before the race began (the cancellation handler ran first) gets
         // its CancellationError without a query.
-        guard !lock.withLock({ self.continuation = continuation; return isCancelled }) else {
+        guard !state.withLock({ $0.continuation = continuation; return $0.isCancelled }) else {
             finish(.failure(CancellationError()))
             return
         }
@@ -45,24 +47,24 @@ package final class Race<R: Sendable>: @unchecked Sendable {
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self.finish(.failure(TimedOut()))
         }
-        let finished = lock.withLock {
-            guard self.continuation != nil else { return true }
-            (self.work, self.timer) = (work, timer)
+        let finished = state.withLock { state in
+            guard state.continuation != nil else { return true }
+            (state.work, state.timer) = (work, timer)
             return false
         }
         if finished { timer.cancel() }   // the query answered before the timer was stored
     }
 
     func cancel() {
-        lock.withLock { isCancelled = true }
+        state.withLock { $0.isCancelled = true }
         finish(.failure(CancellationError()))
     }
 
     /// Resumes the caller with `outcome` if nothing did yet, and cancels what still runs.
     private func finish(_ outcome: Result<R, any Error>) {
-        let (continuation, work, timer) = lock.withLock {
-            defer { (self.continuation, self.work, self.timer) = (nil, nil, nil) }
-            return (self.continuation, self.work, self.timer)
+        let (continuation, work, timer) = state.withLock { state in
+            defer { (state.continuation, state.work, state.timer) = (nil, nil, nil) }
+            return (state.continuation, state.work, state.timer)
         }
         work?.cancel()
         timer?.cancel()

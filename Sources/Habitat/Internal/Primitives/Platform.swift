@@ -88,20 +88,26 @@ final class Locked<Value>: ManagedBuffer<Value, PlatformMutex> {
     }
 }
 
-/// A lock guarding no value of its own, for classes that guard several properties.
+/// A value behind a lock: the package's one lock-guarded box, for the stack's machinery, the
+/// stores, the Keychain store and HabitatTesting. `withLock` is the only way to the value; a box
+/// of `()` is a plain lock, for work that must not interleave.
 @usableFromInline
-// Safe: `locked` guards nothing but itself (`Locked` can't say `Sendable`, being a
-// `ManagedBuffer`), and is only used through `withLock`.
-final class Lock: @unchecked Sendable {
-    @usableFromInline let locked = Locked.make(())
+package final class LockedBox<Value> {
+    @usableFromInline let locked: Locked<Value>
 
-    @usableFromInline init() {}
+    @usableFromInline package init(_ value: Value) { locked = Locked.make(value) }
 
+    /// Runs `body` with the lock held, on the value in place.
+    @inlinable package func withLock<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R { try locked.withLock(body) }
+}
+
+// Safe: the value is reached only through `withLock`, with the lock held (`Locked` itself can't
+// say `Sendable`, being a `ManagedBuffer`).
+extension LockedBox: @unchecked Sendable where Value: Sendable {}
+
+extension LockedBox where Value == Void {
     /// Runs `body` with the lock held.
-    @inlinable
-    func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
-        try locked.withLockHeld(body)
-    }
+    @inlinable package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R { try locked.withLockHeld(body) }
 }
 
 /// A pointer per thread, `nil` until the thread sets it; `destroy` runs on a thread's pointer

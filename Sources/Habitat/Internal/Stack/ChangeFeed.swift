@@ -17,14 +17,14 @@ struct ChangeFeed<App: EnvironmentSchema> {
     @usableFromInline var sequence: UInt64 = 0
     @usableFromInline var pending: [Committed<App>] = []
     /// Held while delivering; made with the first subscription.
-    @usableFromInline var delivery: Lock?
+    @usableFromInline var delivery: LockedBox<Void>?
 
     @inlinable init() {}
 
     /// Records a committed write. Returns the lock to deliver under, after the state's lock,
     /// when anyone subscribes.
     @inlinable
-    mutating func record(_ origin: FrameOrigin, old: Frame<App>, new: Frame<App>, depth: Int) -> Lock? {
+    mutating func record(_ origin: FrameOrigin, old: Frame<App>, new: Frame<App>, depth: Int) -> LockedBox<Void>? {
         sequence &+= 1
         guard _slowPath(!subscribers.isEmpty) else { return nil }
         pending.append(Committed(origin: origin, old: old, new: new, depth: depth, sequence: sequence, subscribers: subscribers))
@@ -82,7 +82,7 @@ extension StackState {
     /// Delivers the pending changes once, in order, holding `delivery`. Called by every write
     /// that recorded a change, after the state's lock.
     @usableFromInline
-    func deliverChanges(holding delivery: Lock) {
+    func deliverChanges(holding delivery: LockedBox<Void>) {
         delivery.withLock {
             let batch = withGuarded { guarded in
                 defer { guarded.feed.pending = [] }
@@ -99,7 +99,7 @@ extension StackState {
     ) -> (stream: AsyncStream<EnvironmentChange<App>>, stop: @Sendable () -> Void) {
         let (stream, continuation) = AsyncStream.makeStream(of: EnvironmentChange<App>.self, bufferingPolicy: bufferingPolicy)
         let id = withGuarded { guarded in
-            if guarded.feed.delivery == nil { guarded.feed.delivery = Lock() }
+            if guarded.feed.delivery == nil { guarded.feed.delivery = LockedBox(()) }
             guarded.feed.nextID += 1
             guarded.feed.subscribers.append((guarded.feed.nextID, continuation))
             return guarded.feed.nextID

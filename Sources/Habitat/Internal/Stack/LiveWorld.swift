@@ -7,16 +7,14 @@
 /// looks for the task's scope, and a read that finds none comes here: it is reported, and the
 /// live base is built then, once, so the test can go on.
 @usableFromInline
-// Safe: `built` and `warned` are read and written only with `lock` held; the rest is immutable.
-final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
+final class LiveWorld<App: EnvironmentSchema>: Sendable {
     let build: @Sendable () -> HabitatEnvironment<App>
     let fileID: StaticString
     let line: UInt
     /// Whether reads of the base are fenced: a test run, for a stack made with `live:`.
     @usableFromInline let fenced: Bool
-    private let lock = Lock()
-    private var built: HabitatEnvironment<App>?
-    private var warned = false
+    /// The live world once built, and whether the one warning was printed.
+    private let state = LockedBox<(built: HabitatEnvironment<App>?, warned: Bool)>((nil, false))
 
     init(build: @escaping @Sendable () -> HabitatEnvironment<App>, fenced: Bool, fileID: StaticString, line: UInt) {
         self.build = build
@@ -27,23 +25,23 @@ final class LiveWorld<App: EnvironmentSchema>: @unchecked Sendable {
 
     /// The live world, built on the first call.
     var environment: HabitatEnvironment<App> {
-        lock.withLock {
-            if let built { return built }
+        state.withLock { state in
+            if let built = state.built { return built }
             let environment = build()
-            built = environment
+            state.built = environment
             return environment
         }
     }
 
     /// How many times the live world was built: 0 or 1.
-    var builds: Int { lock.withLock { built == nil ? 0 : 1 } }
+    var builds: Int { state.withLock { $0.built == nil ? 0 : 1 } }
 
     /// Reports a read that reached the base in a test run: to HabitatTesting, which fails the
     /// test, or, in a process that doesn't link it, as one warning.
     func reportReach(openScopes: Int) {
         let stack = "the stack made at \(fileID):\(line)"
         if let testReporter { return testReporter.liveWorldReached(stack: stack, openScopes: openScopes) }
-        guard lock.withLock({ defer { warned = true }; return !warned }) else { return }
+        guard state.withLock({ state in defer { state.warned = true }; return !state.warned }) else { return }
         print("[Habitat] warning: a read reached the live world of \(stack) in a test run, where no test world is installed")
     }
 }

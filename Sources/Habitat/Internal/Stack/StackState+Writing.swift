@@ -32,7 +32,7 @@ extension StackState {
     ) throws(E) -> Bool {
         while true {
             var released: Frame<App>?
-            var delivery: Lock?
+            var delivery: LockedBox<Void>?
             // `nil` when `change` declined. The frame copied stays alive until the commit
             // compares it with the top (see `withTopFrame`).
             let outcome = try withTopFrame { (source) throws(E) -> (new: Frame<App>, committed: Bool)? in
@@ -65,7 +65,7 @@ extension StackState {
     @inlinable
     func pop(_ origin: FrameOrigin) -> HabitatEnvironment<App>? {
         var popped: Frame<App>?
-        let delivery = withGuarded { guarded -> Lock? in
+        let delivery = withGuarded { guarded -> LockedBox<Void>? in
             guard let new = guarded.below.popLast() else { return nil }
             let old = guarded.top
             guarded.top = new
