@@ -54,15 +54,15 @@ extension SessionStore {
             // can't be deleted (a secrets directory made immutable): the snapshot is written all
             // the same, and the error thrown after it. A token no snapshot names signs nobody in,
             // and a later load that can delete it discards it.
-            let endsWhatever = environment.session == nil && others.keys.allSatisfy { keptOthers[$0] != nil }
+            let signOutStands = environment.session == nil && others.keys.allSatisfy { keptOthers[$0] != nil }
             var deferred: StoreError?
-            func removing(_ body: () throws(StoreError) -> Void) throws(StoreError) {
-                do { try body() } catch where endsWhatever { deferred = deferred ?? error }
+            func deferringFailure(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+                do { try body() } catch where signOutStands { deferred = deferred ?? error }
             }
 
             // 1. Signed out here: the tokens go first, and stay gone.
             for name in purged where storedIndex[name] != nil {
-                try removing { () throws(StoreError) in try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+                try deferringFailure { () throws(StoreError) in try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
             }
 
             // 2. New tokens beside the previous ones: the record under `tokenKey` first, so that
@@ -99,7 +99,7 @@ extension SessionStore {
             let snapshot = try encode(environment, pairID: active?.id, others: pairs)
             var undo: [(key: String, data: Data?)] = []
             if record != stored {
-                try removing { () throws(StoreError) in try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey) }
+                try deferringFailure { () throws(StoreError) in try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey) }
                 if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
             }
             // The signed-out accounts' data, once no token of theirs is left (an active account's
