@@ -66,8 +66,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// ```
     ///
     /// Which base the stack gets depends on ``EnvironmentContext/current``:
-    /// - **live** (the app): `live()`, built now, once. Declared in a global `let`, the stack is
-    ///   made on first use, so this is when the app first reads it.
+    /// - **live** (the app): `live()`, built once, by the first call that uses the stack (a
+    ///   read, a push, a login); until then the stack takes a slower path to see it isn't built.
     /// - **preview**: `preview()` if given, otherwise `live()`.
     /// - **test**: none. Each test installs its own world (the `.environment` trait, or
     ///   `EnvironmentTestCase`). A read that finds no test world is reported as a test failure
@@ -96,14 +96,12 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         let world = LiveWorld(build: live, fenced: context == .test, fileID: fileID, line: line)
         self.live = world
         let origin = FrameOrigin(.base, fileID: fileID, line: line)
-        switch context {
-        case .live:
-            root = StackState(stackID: id, base: world.environment, origin: origin, liveScopes: nil)
-        case .preview:
+        if context == .preview {
             root = StackState(stackID: id, base: preview() ?? world.environment, origin: origin, liveScopes: nil)
-        case .test:
+        } else {
             root = StackState(stackID: id, emptyBaseOrigin: origin)
-            // One scope that never ends: every read looks for its task's scope (see `LiveWorld`).
+            // One scope that never ends, until the base is built (for good, in a test run): every
+            // call looks for its task's scope, and the first that finds none builds the base.
             liveScopes.wrappingAdd(1, ordering: .acquiringAndReleasing)
         }
     }

@@ -178,6 +178,42 @@ struct ContextFenceTests {
         print(stack.current.services.greet("Ada"))
     }
 
+    /// Not a test of its own: in the live context, the live world is built by the first call
+    /// that uses the stack, a read or another, and once.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_LAZY_WORKER"] != nil))
+    func lazyLiveWorker() {
+        let builds = LockedBox(0)
+        let build = { @Sendable () -> HabitatEnvironment<GreeterWorld> in
+            builds.withLock { $0 += 1 }
+            return HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))
+        }
+        let read = EnvironmentStack<GreeterWorld>(live: build())
+        print("made: \(builds.withLock { $0 })")
+        print("read: \(read.current.services.greet("Ada")) \(builds.withLock { $0 })")
+        _ = read.current
+        print("again: \(builds.withLock { $0 })")
+        let pushed = EnvironmentStack<GreeterWorld>(live: build())
+        pushed.push { $0.locale = Locale(identifier: "de_DE") }
+        print("pushed: \(pushed.depth) \(builds.withLock { $0 }) \(pushed.pop()?.locale.identifier ?? "-") \(pushed.current.services.greet("Grace"))")
+    }
+
+    @Test(.enabled(if: canRunFixtures))
+    func inTheLiveContextTheLiveWorldIsBuiltByTheFirstUse() async throws {
+        try await offThePool {
+            let child = fixtureProcess("lazyLiveWorker", environment: ["HABITAT_LAZY_WORKER": "1", "HABITAT_CONTEXT": "live"])
+            let output = Pipe()
+            child.standardOutput = output
+            try child.run()
+            child.waitUntilExit()
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(child.terminationStatus == 0)
+            #expect(printed.contains("made: 0"), "not built when the stack is made: \(printed)")
+            #expect(printed.contains("read: live Ada 1"), "built by the first read")
+            #expect(printed.contains("again: 1"), "once")
+            #expect(printed.contains("pushed: 2 2 de_DE live Grace"), "or by the first call of another kind")
+        }
+    }
+
     @Test(.enabled(if: canRunFixtures), arguments: [("live", Int32(0)), ("test", Int32(1))])
     func theVariableTurnsTheCheckOffOrOn(context: String, status: Int32) async throws {
         try await offThePool {

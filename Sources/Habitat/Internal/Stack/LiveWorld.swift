@@ -51,17 +51,17 @@ extension EnvironmentStack {
     /// stack with a fenced live world, the read is reported and the live base built.
     @usableFromInline
     func rootReached() -> Unmanaged<StackState<App>> {
-        if let live, live.fenced {
-            live.reportReach(openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1)
-            root.fillBaseIfEmpty { live.environment }
-        }
-        return Unmanaged.passUnretained(root)
+        if let live, live.fenced { live.reportReach(openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1) }
+        return Unmanaged.passUnretained(filledRoot)
     }
 
     /// The root with its base filled, without reporting: for the stack's own machinery
-    /// (autosave) that reads the root on its own threads.
+    /// (autosave) that reads the root on its own threads. Outside a test run, the call that
+    /// fills it ends the scope that made every call look for one.
     var filledRoot: StackState<App> {
-        if let live, live.fenced { root.fillBaseIfEmpty { live.environment } }
+        if let live, root.fillBaseIfEmpty({ live.environment }), !live.fenced {
+            liveScopes.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+        }
         return root
     }
 }

@@ -62,11 +62,14 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     }
 
     /// Fills an empty base with `environment()`, once; only before anything else used the state.
-    func fillBaseIfEmpty(_ environment: () -> HabitatEnvironment<App>) {
+    /// Returns whether this call filled it.
+    @discardableResult
+    func fillBaseIfEmpty(_ environment: () -> HabitatEnvironment<App>) -> Bool {
         guarded.withLock { guarded in
-            guard guarded.below.isEmpty, guarded.top.isEmpty else { return }
+            guard guarded.below.isEmpty, guarded.top.isEmpty else { return false }
             let origin = guarded.top.origin
             guarded.top.refill(environment(), origin: origin)
+            return true
         }
     }
 
