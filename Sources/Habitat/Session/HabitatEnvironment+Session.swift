@@ -76,33 +76,6 @@ extension HabitatEnvironment {
     }
 }
 
-// The names before 0.x: one release of grace.
-extension HabitatEnvironment {
-    @available(*, deprecated, renamed: "settingSession(user:token:)")
-    @inlinable
-    public func loggingIn(user: App.User, token: AuthToken) -> Self { settingSession(user: user, token: token) }
-
-    @available(*, deprecated, renamed: "clearingSession()")
-    @inlinable
-    public func loggingOut() -> Self { clearingSession() }
-
-    @available(*, deprecated, renamed: "settingCurrentUser(_:)")
-    @inlinable
-    public func updatingCurrentUser(_ user: App.User) throws(SessionError) -> Self { try settingCurrentUser(user) }
-
-    @available(*, deprecated, renamed: "setSession(user:token:)")
-    @inlinable
-    public mutating func logIn(user: App.User, token: AuthToken) { setSession(user: user, token: token) }
-
-    @available(*, deprecated, renamed: "clearSession()")
-    @inlinable
-    public mutating func logOut() { clearSession() }
-
-    @available(*, deprecated, renamed: "setCurrentUser(_:)")
-    @inlinable
-    public mutating func updateCurrentUser(_ user: App.User) throws(SessionError) { try setCurrentUser(user) }
-}
-
 extension HabitatEnvironment {
     /// Tells the services about the session now (see ``EnvironmentSchema/services(_:for:)``).
     @inlinable
