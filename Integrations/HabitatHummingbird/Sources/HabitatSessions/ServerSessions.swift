@@ -79,10 +79,8 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// ``absoluteLifetime``).
     /// - Throws: ``SessionBackendError/undecodable(id:reason:)`` when the stored value isn't a `Value`.
     public func get(_ id: String) async throws(SessionBackendError) -> ServerSession<Value>? {
-        guard (try? expiry(of: id)) != nil else {
-            try? await remove(id)
-            return nil
-        }
+        // NB: nothing to remove: every write capped the backend's expiry at the absolute deadline.
+        guard (try? expiry(of: id)) != nil else { return nil }
         let stored = try await about(id) { key throws(SessionBackendError) in try await backend.get(id: key) }
         guard let stored else { return nil }
         return try decode(stored, id: id)

@@ -1,11 +1,11 @@
 /// A stack's live world, built at most once, and, in a test run, the fence that reports reads
 /// that reach it.
 ///
-/// NB: the fence costs the app nothing: outside tests a stack builds its live base when the
-/// stack is made (a global `let` is made on first use) and reads never come here. In a test
-/// run the stack's base starts empty, the stack counts one scope that never ends, so every read
-/// looks for the task's scope, and a read that finds none comes here: it is reported, and the
-/// live base is built then, once, so the test can go on.
+/// NB: the base starts empty and the stack counts one scope that never ends, so every call looks
+/// for its task's scope, and one that finds none comes here and builds the base, once. In the
+/// app that call also ends the phantom scope: from then on reads take the fast path again, and
+/// the fence costs nothing. In a test run the scope stays, so every read that finds no test
+/// world comes here and is reported; the base is built so the test can go on.
 @usableFromInline
 final class LiveWorld<App: EnvironmentSchema>: Sendable {
     let build: @Sendable () -> HabitatEnvironment<App>
@@ -13,6 +13,9 @@ final class LiveWorld<App: EnvironmentSchema>: Sendable {
     let line: UInt
     /// Whether reads of the base are fenced: a test run, for a stack made with `live:`.
     @usableFromInline let fenced: Bool
+    /// 1 once the stack's base holds the live world: later calls that reach the root (unscoped
+    /// reads while scopes are open) don't take the root's lock to see it filled.
+    let baseFilled = AtomicWord(0)
     /// The live world once built, and whether the one warning was printed.
     private let state = LockedBox<(built: HabitatEnvironment<App>?, warned: Bool)>((nil, false))
 
@@ -59,8 +62,11 @@ extension EnvironmentStack {
     /// (autosave) that reads the root on its own threads. Outside a test run, the call that
     /// fills it ends the scope that made every call look for one.
     var filledRoot: StackState<App> {
-        if let live, root.fillBaseIfEmpty({ live.environment }), !live.fenced {
-            liveScopes.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+        if let live, live.baseFilled.load(ordering: .acquiring) == 0 {
+            if root.fillBaseIfEmpty({ live.environment }), !live.fenced {
+                liveScopes.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+            }
+            live.baseFilled.store(1, ordering: .releasing)
         }
         return root
     }
