@@ -98,7 +98,7 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     /// change's kind.
     @inlinable public static var scope: Self { Self("scope") }
     /// A restored session was refreshed (see
-    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)``).
+    /// ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)``).
     @inlinable public static var refresh: Self { Self("refresh") }
 
     /// The kind's name.

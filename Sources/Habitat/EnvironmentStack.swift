@@ -43,6 +43,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let live: LiveWorld<App>?
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
+    /// The session refreshes in flight on this stack and its scopes.
+    @usableFromInline let refreshes = RefreshFlights<App.User>()
 
     /// Creates a stack whose base is `base`.
     ///

@@ -21,13 +21,11 @@ public import Foundation
 public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// The app's dependencies: API client, analytics, storage.
     public var services: App.Services
-    /// The signed-in session, or `nil` when logged out.
-    public var session: UserSession<App.User>?
-    /// The accounts signed in besides the active one (``session``): each keeps its token and
-    /// state, and none is what readers or services see until
-    /// ``EnvironmentStack/switchAccount(to:fileID:line:)`` makes it the active one. Empty in an
-    /// app with one account. See ``accounts``.
-    public var otherAccounts: [UserSession<App.User>] = []
+    /// The active account's session; see ``session``.
+    @usableFromInline var activeSession: UserSession<App.User>?
+    /// The other accounts' sessions; see ``otherAccounts``. Changed only through
+    /// ``SignedInAccounts``, which keeps one session per account.
+    @usableFromInline var otherSessions: [UserSession<App.User>] = []
     /// The app's configuration.
     public var config: App.Config
     /// The clock, calendar, locale, time zone and UUID generator, in shared objects.
@@ -94,8 +92,28 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     ) {
         self.services = services
         self.config = config
-        self.session = session
+        self.activeSession = session
         self.system = SystemValues(now: now, uuid: uuid, region: Region(calendar: calendar, locale: locale, timeZone: timeZone))
+    }
+
+    /// The signed-in session, or `nil` when logged out. Setting a session signs out the
+    /// account's other session in ``otherAccounts``, if it had one.
+    @inlinable
+    public var session: UserSession<App.User>? {
+        get { activeSession }
+        set { setActive(newValue) }
+    }
+
+    /// The accounts signed in besides the active one (``session``): each keeps its token and
+    /// state, and none is what readers or services see until
+    /// ``EnvironmentStack/switchAccount(to:fileID:line:)`` makes it the active one. Empty in an
+    /// app with one account. See ``accounts``. One session per account
+    /// (``EnvironmentSchema/accountID(of:)``): setting them keeps the first of each, and none of
+    /// the active account's.
+    @inlinable
+    public var otherAccounts: [UserSession<App.User>] {
+        get { otherSessions }
+        set { setOthers(newValue) }
     }
 
     /// The signed-in user, or `nil` when logged out.
@@ -109,10 +127,10 @@ extension HabitatEnvironment {
     /// Every stored property, each given: ``fieldwiseCopy`` goes through it, so a new stored
     /// property must be added here (`EnvironmentTests.everyCopyKeepsEveryField` fails otherwise).
     @inlinable
-    init(services: App.Services, session: UserSession<App.User>?, otherAccounts: [UserSession<App.User>], config: App.Config, system: SystemValues) {
+    init(services: App.Services, activeSession: UserSession<App.User>?, otherSessions: [UserSession<App.User>], config: App.Config, system: SystemValues) {
         self.services = services
-        self.session = session
-        self.otherAccounts = otherAccounts
+        self.activeSession = activeSession
+        self.otherSessions = otherSessions
         self.config = config
         self.system = system
     }
@@ -125,7 +143,7 @@ extension HabitatEnvironment {
     /// as `session` is. Field by field, every copy is specialised: a few retains.
     @inlinable
     var fieldwiseCopy: Self {
-        Self(services: services, session: session, otherAccounts: otherAccounts, config: config, system: system)
+        Self(services: services, activeSession: activeSession, otherSessions: otherSessions, config: config, system: system)
     }
 }
 

@@ -6,7 +6,7 @@ struct TestUser: Codable, Sendable, Hashable, Updatable {
     var name: String
 }
 
-struct TestConfig: Codable, Sendable, Hashable, Updatable {
+struct TestConfig: Codable, Sendable, Hashable, Updatable, DefaultConfig {
     var timeout: Int = 30
     var features: Set<String> = []
 }

@@ -15,8 +15,8 @@ import Testing
     }
 
     /// Waits until a refresh of `token` is in the air and `count` callers wait for it.
-    func waitForWaiters(_ count: Int, token: AuthToken) async {
-        while (RefreshFlights.shared.waiterCount(token: token.secret, as: TestUser.self) ?? -1) < count {
+    func waitForWaiters(_ count: Int, token: AuthToken, on stack: EnvironmentStack<TestApp>) async {
+        while (stack.refreshes.waiterCount(token: token.secret) ?? -1) < count {
             await Task.yield()
         }
     }
@@ -30,7 +30,7 @@ import Testing
                 return .refreshed(token: AuthToken("fresh"))
             }
         }
-        await waitForWaiters(0, token: token)
+        await waitForWaiters(0, token: token, on: stack)
         return leader
     }
 
@@ -49,7 +49,7 @@ import Testing
                     }
                 }
             }
-            await waitForWaiters(99, token: old)
+            await waitForWaiters(99, token: old, on: stack)
             release.open()
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -80,7 +80,7 @@ import Testing
                     }
                 }
             }
-            await waitForWaiters(19, token: old)
+            await waitForWaiters(19, token: old, on: stack)
             release.open()
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -104,7 +104,7 @@ import Testing
                     }
                 }
             }
-            await waitForWaiters(9, token: old)
+            await waitForWaiters(9, token: old, on: stack)
             release.open()
             return await group.reduce(into: []) { $0.append($1) }
         }
@@ -125,7 +125,7 @@ import Testing
                 return .ended
             }
         }
-        await waitForWaiters(1, token: old)
+        await waitForWaiters(1, token: old, on: stack)
         waiter.cancel()
         release.open()
         #expect(await waiter.value == .refreshed)
@@ -144,11 +144,11 @@ import Testing
                 return .refreshed(token: AuthToken("never"))
             }
         }
-        await waitForWaiters(0, token: old)
+        await waitForWaiters(0, token: old, on: stack)
         let waiter = Task {
             await stack.refreshSession { _ in .refreshed(token: AuthToken("fresh")) }
         }
-        await waitForWaiters(1, token: old)
+        await waitForWaiters(1, token: old, on: stack)
         leader.cancel()
         release.open()
         await #expect(throws: CancellationError.self) { try await leader.value }
@@ -193,7 +193,7 @@ import Testing
             _ = await stack.refreshSession { _ in .ended }
             return try? sessions.load()?.session?.token
         }
-        await waitForWaiters(1, token: old)
+        await waitForWaiters(1, token: old, on: stack)
         release.open()
         #expect(await waiter.value == AuthToken("fresh"))
         _ = await leader.value

@@ -21,7 +21,7 @@ extension SessionStore {
         do {
             // NB: a session awaiting its token writes nothing: the saved snapshot and tokens stay
             // as they were until the tokens are read or the app says the store is readable.
-            if environment.session?.state == .awaitingToken || environment.otherAccounts.contains(where: { $0.state == .awaitingToken }) {
+            if environment.isAwaitingToken {
                 return nil
             }
             let storedData = try secrets.secret(forKey: tokenKey)

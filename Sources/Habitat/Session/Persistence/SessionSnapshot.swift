@@ -28,6 +28,11 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
     /// while the session awaits its token.
     var known: KnownSession?
 
+    /// The accounts, as a stack would hold them.
+    var accounts: StoredAccounts<App> {
+        StoredAccounts(active: session, others: otherAccounts)
+    }
+
     /// Creates a snapshot.
     /// - Parameters:
     ///   - session: The restored session, if any.

@@ -7,7 +7,7 @@ public enum SessionRefresh<User: Sendable>: Sendable {
     case ended
 }
 
-/// What ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` did.
+/// What ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` did.
 public enum SessionRefreshOutcome: Sendable, Hashable {
     /// The session is ``AuthState/authenticated`` with the new token.
     case refreshed

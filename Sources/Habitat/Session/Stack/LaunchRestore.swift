@@ -144,7 +144,7 @@ extension EnvironmentStack {
         line: UInt = #line
     ) -> AwaitingTokenResolution {
         defer { autosave.retryFailedSave() }
-        guard current.accounts.contains(where: { $0.state == .awaitingToken }) else {
+        guard current.isAwaitingToken else {
             // A token no snapshot names (one a reinstall left) is judged now that reads are final.
             _ = try? sessions.load(secretsReadable: true)
             return .notAwaiting
@@ -157,23 +157,10 @@ extension EnvironmentStack {
         }
         if case .awaiting(let problem) = loaded?.tokenRead { return .stillAwaiting(.store(problem)) }
         let session = loaded?.session
-        guard settleAwaitingSession(session, others: loaded?.otherAccounts ?? [], origin: FrameOrigin(session == nil ? .logout : .restore, fileID: fileID, line: line)) else {
+        guard run(.tokenReadable(session, others: loaded?.otherAccounts ?? []), fileID: fileID, line: line).isApplied else {
             return .notAwaiting
         }
         return session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
-    }
-
-    /// Replaces a session that awaits its token with `session`, read once the secret store
-    /// could be read (`nil`: logs out). Returns whether the calling task's stack had such a
-    /// session; a session that changed meanwhile is left as it is.
-    func settleAwaitingSession(_ session: UserSession<App.User>?, others: [UserSession<App.User>], origin: FrameOrigin) -> Bool {
-        let committed = withActiveState { state in
-            state.update(origin) { environment in
-                environment.applySessionEvent(.tokenReadable(session, others: others)).outcome.isApplied
-            }
-        }
-        if committed { didTransition() }
-        return committed
     }
 }
 

@@ -34,13 +34,18 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
         }
     }
 
+    /// The worker's life: idle, or saving (scheduled or writing) with the next save asked for
+    /// and the flushes waiting for it to go idle. `pending` and the waiters exist only while a
+    /// worker does: a change made while idle starts one.
+    private enum Worker {
+        case idle
+        case saving(pending: Target?, flushWaiters: [CheckedContinuation<Void, Never>])
+    }
+
     private struct State {
+        /// Where changes are saved, while autosave is on.
         var target: Target?
-        /// Where the next save goes; set by a change, taken by the worker.
-        var pending: Target?
-        /// Whether a worker is scheduled or saving.
-        var working = false
-        var flushWaiters: [CheckedContinuation<Void, Never>] = []
+        var worker = Worker.idle
         /// Why the last save failed; `nil` after a save that succeeded.
         var failure: SnapshotError?
         /// What the stack knows its store holds (see ``KnownSession``): set by restores and saves.
@@ -77,10 +82,14 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     func requestSave() {
         let start: Bool = state.withLock { state in
             guard let target = state.target else { return false }
-            if state.pending !== target { state.pending = target }
-            guard !state.working else { return false }
-            state.working = true
-            return true
+            switch state.worker {
+            case .idle:
+                state.worker = .saving(pending: target, flushWaiters: [])
+                return true
+            case .saving(_, let waiters):
+                state.worker = .saving(pending: target, flushWaiters: waiters)
+                return false
+            }
         }
         if start {
             DispatchQueue.global(qos: .utility).async { self.drain() }
@@ -91,15 +100,15 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     private func drain() {
         while true {
             // NB: whether to stop is decided under the lock, with `pending`: a change that comes
-            // in later finds `working` cleared and starts a worker of its own.
+            // in later finds the worker idle and starts one of its own.
             let (next, waiters): (Target?, [CheckedContinuation<Void, Never>]) = state.withLock { state in
-                if let next = state.pending {
-                    state.pending = nil
-                    return (next, [])
+                guard case .saving(let pending, let waiters) = state.worker else { return (nil, []) }
+                if let pending {
+                    state.worker = .saving(pending: nil, flushWaiters: waiters)
+                    return (pending, [])
                 }
-                state.working = false
-                defer { state.flushWaiters = [] }
-                return (nil, state.flushWaiters)
+                state.worker = .idle
+                return (nil, waiters)
             }
             guard let next else {
                 for waiter in waiters { waiter.resume() }
@@ -159,8 +168,10 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state in
-                if state.working { state.flushWaiters.append(continuation) }
-                return !state.working
+                guard case .saving(let pending, var waiters) = state.worker else { return true }
+                waiters.append(continuation)
+                state.worker = .saving(pending: pending, flushWaiters: waiters)
+                return false
             }
             if idle { continuation.resume() }
         }
@@ -222,15 +233,19 @@ extension EnvironmentStack {
     /// Takes `stored`, the session the store holds, and the `others` beside it, if the stack's session is still the one
     /// (token `replacing`) that the store moved past; a change made since wins.
     func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) {
-        filledRoot.update(FrameOrigin(.storeChanged)) { environment in
-            environment.applySessionEvent(.storeChanged(stored, others: others, replacing: replacing)).outcome.isApplied
-        }
+        run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line)
     }
 
     /// Called after a session or configuration transition committed.
     @inlinable
     func didTransition() {
         if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }
+    }
+
+    /// The autosave store, when autosave is on and the calling task acts on the app's stack
+    /// (not a scope): the one answer to "does what this task does reach the store?".
+    func autosaveStore() -> SessionStore<App>? {
+        scopedStateUnretained() == nil ? autosave.sessions : nil
     }
 
     @usableFromInline

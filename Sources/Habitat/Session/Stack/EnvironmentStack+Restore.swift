@@ -11,7 +11,7 @@ extension EnvironmentStack {
 
     /// Restores a saved session and configuration into the current environment.
     ///
-    /// The restored session is ``AuthState/restored`` until ``refreshSession(isolation:fileID:line:using:)``
+    /// The restored session is ``AuthState/restored`` until ``refreshSession(account:isolation:fileID:line:using:)``
     /// confirms it; ``SessionDependent`` services receive its token. When the secret store
     /// can't be read, it is ``AuthState/awaitingToken`` instead (see
     /// ``SessionStore/load()``), and restoring again later completes it. When nothing was saved, the
@@ -39,14 +39,7 @@ extension EnvironmentStack {
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
         guard let snapshot = try sessions.load() else { return nil }
         if let known = snapshot.known { autosave.knowledge = known }
-        let origin = FrameOrigin(.restore, fileID: fileID, line: line)
-        withActiveState { state in
-            state.update(origin) { environment in
-                environment.config = snapshot.config
-                _ = environment.applySessionEvent(.restored(snapshot.session, others: snapshot.otherAccounts))
-                return true
-            }
-        }
+        run(.restored(snapshot), fileID: fileID, line: line)
         return snapshot
     }
 }

@@ -50,33 +50,11 @@ extension EnvironmentStack {
     /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
     /// that touches its own state.
     ///
-    /// - Parameters:
-    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
-    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
-    ///   - line: The calling line, recorded with it.
-    ///   - refresh: Asks the server about the session.
-    /// - Returns: What happened.
-    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
-    ///   unchanged then.
-    public func refreshSession<E: Error>(
-        isolation: isolated (any Actor)? = #isolation,
-        fileID: StaticString = #fileID,
-        line: UInt = #line,
-        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
-    ) async throws(E) -> SessionRefreshOutcome {
-        try await refreshSession(expecting: nil, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
-    }
-
-    /// Confirms the session of the signed-in account named `name` with the server, or ends it,
-    /// as ``refreshSession(isolation:fileID:line:using:)`` does for the active account: one
-    /// request per account at a time, in this process and across the processes sharing the
-    /// autosave store.
-    ///
-    /// The account need not be the active one: a background refresh renews an account the user
-    /// isn't looking at, and the active session is never touched. When the account is switched
-    /// away from while `refresh` runs, the new token goes to that account, wherever it is now;
-    /// when it was signed out meanwhile, the answer is dropped and the outcome is
-    /// ``SessionRefreshOutcome/superseded``.
+    /// **Another account.** Given an account's `name`, the refresh is that signed-in account's,
+    /// active or not: a background refresh renews an account the user isn't looking at, and the
+    /// active session is never touched. When the account is switched away from while `refresh`
+    /// runs, the new token goes to that account, wherever it is now; when it was signed out
+    /// meanwhile, the answer is dropped and the outcome is ``SessionRefreshOutcome/superseded``.
     ///
     /// ```swift
     /// for account in appEnvironment.current.otherAccounts where account.isExpired(at: .now) {
@@ -85,17 +63,20 @@ extension EnvironmentStack {
     ///     }
     /// }
     /// ```
+    ///
     /// - Parameters:
-    ///   - name: The account's name (``EnvironmentSchema/accountID(of:)``).
+    ///   - name: The account's name (``EnvironmentSchema/accountID(of:)``); the active account
+    ///     when `nil`, the default.
     ///   - isolation: The actor `refresh` runs on; the caller's, by default.
     ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     ///   - refresh: Asks the server about the session.
-    /// - Returns: What happened; ``SessionRefreshOutcome/notLoggedIn`` when no signed-in account
-    ///   has that name.
-    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    /// - Returns: What happened; ``SessionRefreshOutcome/notLoggedIn`` when no account (with
+    ///   that name) is signed in.
+    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
+    ///   unchanged then.
     public func refreshSession<E: Error>(
-        account name: String,
+        account name: String? = nil,
         isolation: isolated (any Actor)? = #isolation,
         fileID: StaticString = #fileID,
         line: UInt = #line,
@@ -104,7 +85,7 @@ extension EnvironmentStack {
         try await refreshSession(expecting: nil, account: name, isolation: isolation, at: (fileID, line), using: refresh)
     }
 
-    /// ``refreshSession(isolation:fileID:line:using:)``, but only while the session's token is
+    /// ``refreshSession(account:isolation:fileID:line:using:)``, but only while the session's token is
     /// `expected` (when given): a caller that judged a token expiring doesn't refresh its
     /// successor; of the account named `name` (the active one when `nil`). `site` is the
     /// caller's, for the origins of the frames it makes.
@@ -115,69 +96,84 @@ extension EnvironmentStack {
         at site: (fileID: StaticString, line: UInt),
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> SessionRefreshOutcome {
-        let pick: (HabitatEnvironment<App>) -> UserSession<App.User>? = { environment in
-            guard let name else { return environment.session }
-            return environment.accounts.first { App.isAccount($0.user, named: name) }
-        }
         while true {
-            guard let session = pick(current) else { return .notLoggedIn }
-            if session.state == .awaitingToken {
+            switch SessionMachine.refreshStep(current, account: name, expecting: expected) {
+            case .notLoggedIn: return .notLoggedIn
+            case .superseded: return .superseded
+            case .completeToken:
                 guard completeAwaitingToken(at: site) else { return .awaitingToken }
-                continue
-            }
-            if let expected, session.token != expected { return .superseded }
-            let expired = session.isExpired(at: current.now())
-            let key = RefreshFlights.Key<App.User>(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
-            switch await RefreshFlights.shared.join(key) {
-            case .lead:
-                // NB: a refresh that landed between reading the session and joining has already
-                // replaced this token: refreshing it again would use it twice.
-                guard pick(current)?.token == session.token else {
-                    RefreshFlights.shared.land(key, with: nil)
-                    continue
-                }
-                // Other processes and stacks that share the saved session take turns too, and
-                // one that refreshed while this one waited has saved the token it got.
-                let shared = sharedSessions()
-                let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user))
-                let answer: SessionRefresh<App.User>
-                let reader = readOnlySessions()
-                if let rotated = rotatedToken(in: shared ?? reader, replacing: session) {
-                    answer = rotated
-                } else if reader != nil {
-                    // An extension leaves rotating to the app: it only takes what the app saved.
-                    shared?.lock.endRefresh(turn)
-                    RefreshFlights.shared.land(key, with: nil)
-                    return .waitingForRotation
-                } else {
-                    do throws(E) {
-                        answer = try await refresh(session)
-                    } catch {
-                        shared?.lock.endRefresh(turn)
-                        RefreshFlights.shared.land(key, with: .failure(error))
-                        throw error
+            case .join(let session):
+                let expired = session.isExpired(at: current.now())
+                let key = RefreshFlights<App.User>.Key(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
+                switch await refreshes.join(key) {
+                case .lead:
+                    if let outcome = try await lead(key, for: session, account: name, expired: expired, isolation: isolation, at: site, using: refresh) {
+                        return outcome
                     }
+                case .answer(.success(let answer)):
+                    return apply(answer, to: session, expired: expired, joined: true, at: site)
+                case .answer(.failure(let error)):
+                    if !(error is CancellationError), let error = error as? E { throw error }
+                    // The leader was cancelled, or failed in a way this caller's `refresh` can't
+                    // report: the next caller leads.
+                case .stale:
+                    break
                 }
-                var outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
-                // The new token is on disk before anyone who waited for it resumes.
-                await autosave.flush()
-                if outcome == .refreshed, scopedStateUnretained() == nil, let problem = autosave.lastFailure {
-                    outcome = .refreshedNotSaved(problem: problem)
-                }
-                shared?.lock.endRefresh(turn)
-                RefreshFlights.shared.land(key, with: .success(answer))
-                return outcome
-            case .answer(.success(let answer)):
-                return apply(answer, to: session, expired: expired, joined: true, at: site)
-            case .stale:
-                continue
-            case .answer(.failure(let error)):
-                if !(error is CancellationError), let error = error as? E { throw error }
-                // The leader was cancelled, or failed in a way this caller's `refresh` can't
-                // report: the next caller leads.
-                continue
             }
         }
+    }
+
+    /// Leads the flight `key` for `session`: takes its turn on the shared lease, then runs the
+    /// machine's ``SessionMachine/LeadStep``, and lands the flight with the answer. Returns
+    /// `nil` when the session changed before the turn came (look again).
+    private func lead<E: Error>(
+        _ key: RefreshFlights<App.User>.Key,
+        for session: UserSession<App.User>,
+        account name: String?,
+        expired: Bool,
+        isolation: isolated (any Actor)?,
+        at site: (fileID: StaticString, line: UInt),
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome? {
+        // NB: a refresh that landed between reading the session and joining has already
+        // replaced this token: refreshing it again would use it twice.
+        let holdsToken = current.session(named: name)?.token == session.token
+        // Other processes and stacks that share the saved session take turns too, and one that
+        // refreshed while this one waited has saved the token it got.
+        let shared = holdsToken ? sharedSessions() : nil
+        let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user))
+        let reader = readOnlySessions()
+        var landing: Result<SessionRefresh<App.User>, any Error>?
+        defer {
+            shared?.lock.endRefresh(turn)
+            refreshes.land(key, with: landing)
+        }
+        let step = SessionMachine<App>.leadStep(
+            holdsToken: holdsToken,
+            rotated: holdsToken ? rotatedToken(in: shared ?? reader, replacing: session) : nil,
+            refreshesTokens: reader == nil
+        )
+        let answer: SessionRefresh<App.User>
+        switch step {
+        case .stale: return nil
+        case .waitForRotation: return .waitingForRotation
+        case .adopt(let rotated): answer = rotated
+        case .ask:
+            do throws(E) {
+                answer = try await refresh(session)
+            } catch {
+                landing = .failure(error)
+                throw error
+            }
+        }
+        var outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
+        // The new token is on disk before anyone who waited for it resumes.
+        await autosave.flush()
+        if outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure {
+            outcome = .refreshedNotSaved(problem: problem)
+        }
+        landing = .success(answer)
+        return outcome
     }
 
     /// The current session, refreshed first when its token has expired or expires within
@@ -192,7 +188,7 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// The refresh is ``refreshSession(isolation:fileID:line:using:)``'s: requests that find the token
+    /// The refresh is ``refreshSession(account:isolation:fileID:line:using:)``'s: requests that find the token
     /// expiring at the same time share one refresh. A token without an expiry date is never
     /// refreshed here; a ``AuthState/restored`` session that hasn't expired is returned as it is.
     /// A session ``AuthState/awaitingToken`` is completed from the autosave store when its token
@@ -214,14 +210,9 @@ extension EnvironmentStack {
         line: UInt = #line,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> UserSession<App.User>? {
-        var environment = current
-        guard var session = environment.session else { return nil }
-        if session.state == .awaitingToken {
-            guard completeAwaitingToken(at: (fileID, line)) else { return nil }
-            environment = current
-            guard let completed = environment.session, completed.state != .awaitingToken else { return nil }
-            session = completed
-        }
+        if current.session?.state == .awaitingToken, !completeAwaitingToken(at: (fileID, line)) { return nil }
+        let environment = current
+        guard let session = environment.session, session.state != .awaitingToken else { return nil }
         let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
         guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
         _ = try await refreshSession(expecting: session.token, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
@@ -231,17 +222,13 @@ extension EnvironmentStack {
     /// The autosave store, when the calling task acts on the global stack and the store has a
     /// lock file beside which other processes and stacks take the refresh lease.
     private func sharedSessions() -> SessionStore<App>? {
-        guard scopedStateUnretained() == nil, let sessions = autosave.sessions, sessions.lock.refreshPath != nil else {
-            return nil
-        }
-        return sessions
+        autosaveStore().flatMap { $0.lock.refreshPath == nil ? nil : $0 }
     }
 
     /// The autosave store, when the calling task acts on the global stack and the store leaves
     /// refreshing to another process (`refreshesTokens: false`).
     private func readOnlySessions() -> SessionStore<App>? {
-        guard scopedStateUnretained() == nil, let sessions = autosave.sessions, !sessions.refreshesTokens else { return nil }
-        return sessions
+        autosaveStore().flatMap { $0.refreshesTokens ? nil : $0 }
     }
 
     /// Waits for this stack's turn to refresh the account named `name` saved in `sessions`,
@@ -258,9 +245,8 @@ extension EnvironmentStack {
     ///
     /// NB: a session that is gone from the store is not taken as ended: the server decides that.
     private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
-        let name = App.accountID(of: session.user)
         guard let sessions, let snapshot = (try? sessions.load()) ?? nil,
-              let stored = ([snapshot.session].compactMap { $0 } + snapshot.otherAccounts).first(where: { App.accountID(of: $0.user) == name }),
+              let stored = snapshot.accounts.session(named: App.accountID(of: session.user)),
               stored.state != .awaitingToken, stored.token.secret != session.token.secret
         else { return nil }
         return .refreshed(token: stored.token, user: stored.user)
@@ -269,11 +255,10 @@ extension EnvironmentStack {
     /// Reads the token of a session ``AuthState/awaitingToken`` from the autosave store, when
     /// its secret store can be read again. Returns whether the session has its token now.
     private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
-        guard scopedStateUnretained() == nil, let sessions = autosave.sessions,
-              let snapshot = (try? sessions.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session,
-              snapshot.otherAccounts.allSatisfy({ $0.state != .awaitingToken })
+        guard let snapshot = (try? autosaveStore()?.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session,
+              !snapshot.accounts.isAwaitingToken
         else { return false }
-        _ = settleAwaitingSession(loaded, others: snapshot.otherAccounts, origin: FrameOrigin(.restore, at: site))
+        run(.tokenReadable(loaded, others: snapshot.otherAccounts), fileID: site.fileID, line: site.line)
         return true
     }
 
@@ -286,50 +271,7 @@ extension EnvironmentStack {
         joined: Bool,
         at site: (fileID: StaticString, line: UInt)
     ) -> SessionRefreshOutcome {
-        var outcome = SessionRefreshOutcome.superseded
-        let committed = withActiveState { state in
-            switch answer {
-            case .refreshed(let token, let user):
-                state.update(FrameOrigin(.refresh, at: site)) { environment in
-                    // NB: a write may run its change again on a newer top; decide afresh.
-                    switch environment.applySessionEvent(.refreshed(from: session.token, to: token, user: user)).outcome {
-                    case .applied:
-                        outcome = .refreshed
-                        return true
-                    case .unchanged:
-                        // Another caller of this refresh applied the token already.
-                        outcome = .refreshed
-                        return false
-                    case .superseded, .refused:
-                        outcome = .superseded
-                        return false
-                    }
-                }
-            case .ended:
-                state.update(FrameOrigin(.logout, at: site)) { environment in
-                    switch environment.applySessionEvent(.refreshEnded(from: session.token)).outcome {
-                    case .applied:
-                        outcome = .ended(expired: expired)
-                        return true
-                    case .unchanged:
-                        // Signed out already: by the leader of this refresh, or by someone else.
-                        outcome = joined ? .ended(expired: expired) : .superseded
-                        return false
-                    case .superseded, .refused:
-                        outcome = .superseded
-                        return false
-                    }
-                }
-            }
-        }
-        if committed { didTransition() }
-        return outcome
-    }
-}
-
-extension FrameOrigin {
-    /// The origin of a frame a refresh makes, at the caller's `site`.
-    fileprivate init(_ operation: EnvironmentChangeKind, at site: (fileID: StaticString, line: UInt)) {
-        self.init(operation, fileID: site.fileID, line: site.line)
+        let outcome = run(SessionMachine.event(answering: answer, about: session.token), fileID: site.fileID, line: site.line)
+        return SessionMachine.refreshOutcome(answer, outcome, expired: expired, joined: joined)
     }
 }

@@ -41,7 +41,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     public let discardsUnpairedSecrets: Bool
     /// Whether stacks saving here may refresh the session. `false` for an app extension that
     /// shares the app's session but leaves rotating its token to the app: its
-    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` only takes a token the
+    /// ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` only takes a token the
     /// app saved, and its saves never write a token the store doesn't already hold (an older
     /// one, or one from a login made there: sign in from the app). A logout is saved.
     public let refreshesTokens: Bool
@@ -193,7 +193,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// as ``AuthState/awaitingToken``, with the user's data and an empty token, and
     /// ``SessionSnapshot/tokenProblem`` says why. Nothing is written or deleted; a later load,
     /// ``EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``, or
-    /// ``EnvironmentStack/refreshSession(isolation:fileID:line:using:)`` with autosave on reads
+    /// ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` with autosave on reads
     /// the token once the secret store can be read.
     ///
     /// A stored token that isn't a token record Habitat wrote (a damaged file) is reported in
@@ -299,7 +299,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         var snapshot = SessionSnapshot<App>(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
         snapshot.otherAccounts = others
         snapshot.accountProblems = accountProblems
-        if session?.state != .awaitingToken, !others.contains(where: { $0.state == .awaitingToken }) {
+        if !snapshot.accounts.isAwaitingToken {
             snapshot.known = KnownSession(
                 pairID: session == nil ? nil : payload.session?.pairID,
                 secret: session?.token.secret,

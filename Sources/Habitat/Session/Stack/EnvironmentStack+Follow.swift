@@ -50,8 +50,7 @@ extension EnvironmentStack {
         } catch {
             return
         }
-        if case .awaiting = snapshot?.tokenRead { return }
-        if snapshot?.otherAccounts.contains(where: { $0.state == .awaitingToken }) == true { return }
+        if snapshot?.accounts.isAwaitingToken == true { return }
         autosave.knowledge = snapshot?.known ?? stored
         adoptStoredSession(snapshot?.session, others: snapshot?.otherAccounts ?? [], replacing: filledRoot.topEnvironment.session?.token.secret)
     }

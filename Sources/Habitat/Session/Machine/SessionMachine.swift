@@ -1,0 +1,236 @@
+// The session engine's one machine. Every decision about a session is made here, on values,
+// with no I/O: the stack feeds it events, and runs what comes back (publish, save, refuse,
+// drop; lead a refresh, wait for rotation, adopt what the store holds). One driver in the
+// stack runs it (`EnvironmentStack.run(_:fileID:line:inspecting:)`), and one loop runs the
+// refresh steps (`EnvironmentStack+Refresh.swift`).
+//
+// STATES of the active account, as a stack's top holds it (each other account has one too):
+//
+//   signed out       session == nil
+//   signed in        .authenticated   a login or a refresh during this launch
+//   restored         .restored        read back at launch; the server hasn't confirmed it yet
+//   awaiting token   .awaitingToken   read back without its token (a locked Keychain): nothing
+//                                     is written until the token is read or known gone
+//
+// The accounts are one value, `SignedInAccounts`: one session per account, by construction,
+// and one rule for which account a name means (`EnvironmentSchema.isAccount(_:named:)`).
+//
+// EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
+// publishes when it applies and whether autosave then writes it; `transition(_:_:)` is the
+// state column, case by case. A save of a signed-out account deletes its token first
+// (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
+//
+// A REFRESH has states of its own, `RefreshStep`: looking at the session, completing an
+// awaiting token from the store, in flight (one per session: the stack's `RefreshFlights`),
+// leading it (`LeadStep`: asking the server, adopting a token another process saved, or
+// waiting for the app's rotation, in an extension), and its answer (`refreshed` / `refreshEnded`
+// events, `refreshOutcome(_:_:expired:joined:)`).
+
+/// The session engine's decisions, as a value: see the table at the top of this file.
+@usableFromInline
+enum SessionMachine<App: EnvironmentSchema> {
+    @usableFromInline typealias Session = UserSession<App.User>
+
+    /// What happened.
+    ///
+    /// NB: `indirect`: an event's payload is boxed. Unboxed, the snapshot and the closures made
+    /// the event a large generic enum, which is copied through its value witness each time it
+    /// is switched over (the table's row, then its transition): that cost a login + logout
+    /// 1,400 instructions more than boxing does.
+    @usableFromInline
+    indirect enum Event {
+        case login(App.User, AuthToken)
+        case addAccount(App.User, AuthToken)
+        case switchAccount(String)
+        case logout
+        case logoutAccount(String)
+        case logoutAll
+        case updateUser((inout App.User) -> Void)
+        case updateConfig((inout App.Config) -> Void)
+        case restored(SessionSnapshot<App>)
+        case tokenReadable(Session?, others: [Session])
+        case refreshed(from: AuthToken, to: AuthToken, user: App.User?)
+        case refreshEnded(from: AuthToken)
+        case storeChanged(Session?, others: [Session], replacing: String?)
+    }
+
+    /// What an event did to the state.
+    @usableFromInline
+    enum Outcome: Equatable {
+        /// The state moved: publish the row's change, and save it when the row says so.
+        case applied
+        /// Nothing to do: the state is already what the event would make it.
+        case unchanged
+        /// The event was about a session the stack no longer holds: dropped.
+        case superseded
+        /// The event is not allowed in this state.
+        case refused(SessionError)
+
+        /// Whether the state moved.
+        ///
+        /// NB: not `== .applied`: the derived `==` of a generic enum isn't specialised.
+        @inlinable
+        var isApplied: Bool {
+            if case .applied = self { return true }
+            return false
+        }
+    }
+
+    /// The table's fixed columns: the change `event` publishes when it applies, and whether
+    /// autosave writes the state it leaves.
+    @inlinable
+    static func row(_ event: Event) -> (publishes: EnvironmentChangeKind, saves: Bool) {
+        switch event {
+        case .login, .addAccount: (.login, true)
+        case .switchAccount: (.accountSwitched, true)
+        case .logout, .logoutAccount, .logoutAll, .refreshEnded: (.logout, true)
+        case .updateUser: (.userUpdated, true)
+        case .updateConfig: (.configUpdated, true)
+        case .restored: (.restore, false)
+        case .tokenReadable(.none, _): (.logout, true)
+        case .tokenReadable: (.restore, true)
+        case .refreshed: (.refresh, true)
+        case .storeChanged: (.storeChanged, false)
+        }
+    }
+
+    /// The state column: moves `environment` by `event`. The services are told of a new
+    /// session (``EnvironmentSchema/services(_:for:)``) when the accounts moved.
+    @inlinable
+    static func transition(_ event: Event, _ environment: inout HabitatEnvironment<App>) -> Outcome {
+        switch event {
+        // any -> signed in; the user's account's other session, if any, ends.
+        case .login(let user, let token):
+            environment.signIn(Session(user: user, token: token), keepingActive: false)
+        // any -> signed in as user; the active account, if another, joins the others.
+        case .addAccount(let user, let token):
+            environment.signIn(Session(user: user, token: token), keepingActive: true)
+        // another's name -> that account active, each keeping its token and state;
+        // the active's name -> unchanged; unknown -> refused.
+        case .switchAccount(let name):
+            switch environment.position(named: name) {
+            case .other(let index)?: environment.activate(otherAt: index)
+            case .active?: return .unchanged
+            case nil: return .refused(.unknownAccount(name, operation: "switchAccount"))
+            }
+        // signed in, restored, awaiting -> signed out (the others stay); signed out -> unchanged.
+        case .logout:
+            guard environment.activeSession != nil else { return .unchanged }
+            environment.remove(at: .active)
+        // the account named -> signed out; unknown -> unchanged.
+        case .logoutAccount(let name):
+            guard let position = environment.position(named: name) else { return .unchanged }
+            environment.remove(at: position)
+        // any -> signed out, no others; nobody signed in -> unchanged.
+        case .logoutAll:
+            guard environment.activeSession != nil || !environment.otherSessions.isEmpty else { return .unchanged }
+            environment.setAll(active: nil, others: [])
+        // signed in, restored, awaiting -> the same state, a new user; signed out -> refused.
+        case .updateUser(let change):
+            guard var session = environment.activeSession else { return .refused(.notLoggedIn(operation: "updateCurrentUser")) }
+            change(&session.user)
+            environment.setActive(session)
+        // any -> the same state, a new configuration.
+        case .updateConfig(let change):
+            change(&environment.config)
+            return .applied
+        // any -> what the store holds: restored, awaiting token or signed out, with its config.
+        case .restored(let snapshot):
+            environment.config = snapshot.config
+            environment.setAll(active: snapshot.session, others: snapshot.otherAccounts)
+        // awaiting token (any account) -> what the store holds now; nothing waiting -> unchanged.
+        case .tokenReadable(let stored, let others):
+            guard environment.isAwaitingToken else { return .unchanged }
+            environment.setAll(active: stored, others: others)
+        // the account holding token t (not awaiting) -> signed in with t'; the account holding t'
+        // already -> unchanged (another caller applied it); none -> superseded. Never another account.
+        case .refreshed(let old, let new, let user):
+            if let position = environment.position(holding: old), let session = environment.session(at: position),
+               session.state != .awaitingToken, session.token != new || session.state != .authenticated {
+                environment.replace(at: position, with: Session(user: user ?? session.user, token: new))
+            } else {
+                return environment.position(holding: new) == nil ? .superseded : .unchanged
+            }
+        // the account holding token t -> signed out; nobody signed in -> unchanged; else superseded.
+        case .refreshEnded(let old):
+            guard let position = environment.position(holding: old) else {
+                return environment.activeSession == nil ? .unchanged : .superseded
+            }
+            environment.remove(at: position)
+        // the state whose token the store replaced -> what the store holds now; else superseded
+        // (a change made here since wins).
+        case .storeChanged(let stored, let others, let replacing):
+            guard environment.activeSession?.token.secret == replacing else { return .superseded }
+            environment.setAll(active: stored, others: others)
+        }
+        environment.applySession()
+        return .applied
+    }
+
+    // MARK: Refresh
+
+    /// Where a refresh of the account named `name` (the active one when `nil`) stands, looking at
+    /// `accounts`, the stack's now.
+    @usableFromInline
+    enum RefreshStep {
+        /// No such account: answer ``SessionRefreshOutcome/notLoggedIn``.
+        case notLoggedIn
+        /// Its token is awaited: read it from the store (adopting what the store holds), then look again.
+        case completeToken
+        /// The caller judged another token: answer ``SessionRefreshOutcome/superseded``.
+        case superseded
+        /// Join the flight for `session`'s token: lead it, or wait for its answer.
+        case join(Session)
+    }
+
+    @inlinable
+    static func refreshStep(_ accounts: some SignedInAccounts<App>, account name: String?, expecting expected: AuthToken?) -> RefreshStep {
+        guard let session = accounts.session(named: name) else { return .notLoggedIn }
+        if session.state == .awaitingToken { return .completeToken }
+        if let expected, session.token != expected { return .superseded }
+        return .join(session)
+    }
+
+    /// What the leader of a flight does, once its turn on the shared lease came.
+    enum LeadStep {
+        /// A refresh landed meanwhile: the token is used already; look again.
+        case stale
+        /// Another process or stack saved the token that replaces this one: take it.
+        case adopt(SessionRefresh<App.User>)
+        /// An extension leaves rotating to the app: answer ``SessionRefreshOutcome/waitingForRotation``.
+        case waitForRotation
+        /// Ask the server.
+        case ask
+    }
+
+    /// - Parameters:
+    ///   - holdsToken: Whether the stack still holds the token the flight is for.
+    ///   - rotated: The answer the store holds, when another saved a newer token.
+    ///   - refreshesTokens: Whether this process may call the server (not an extension).
+    static func leadStep(holdsToken: Bool, rotated: SessionRefresh<App.User>?, refreshesTokens: Bool) -> LeadStep {
+        guard holdsToken else { return .stale }
+        if let rotated { return .adopt(rotated) }
+        return refreshesTokens ? .ask : .waitForRotation
+    }
+
+    /// The event a refresh's answer about `token` makes.
+    static func event(answering answer: SessionRefresh<App.User>, about token: AuthToken) -> Event {
+        switch answer {
+        case .refreshed(let new, let user): .refreshed(from: token, to: new, user: user)
+        case .ended: .refreshEnded(from: token)
+        }
+    }
+
+    /// What a refresh's caller hears, from the outcome of its answer's event: `expired` whether
+    /// the token had expired, `joined` whether the caller waited for another's flight (which
+    /// applied the answer on this stack already).
+    static func refreshOutcome(_ answer: SessionRefresh<App.User>, _ outcome: Outcome, expired: Bool, joined: Bool) -> SessionRefreshOutcome {
+        switch (answer, outcome) {
+        case (.refreshed, .applied), (.refreshed, .unchanged): .refreshed
+        case (.ended, .applied): .ended(expired: expired)
+        // Signed out already: by the leader of this refresh, or by someone else.
+        case (.ended, .unchanged): joined ? .ended(expired: expired) : .superseded
+        case (_, .superseded), (_, .refused): .superseded
+        }
+    }
+}
