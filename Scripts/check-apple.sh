@@ -23,6 +23,6 @@ tool=${APPLE_CHECK:-../shared/tools/apple-check}
 export APPLE_CHECK="$tool"
 
 "$tool" --mirror "$APPLE_SDK_MIRROR" --targets ios16,ios17,macos13,macos14 \
-    . Examples/QuickStart Examples/ModularApp/Profile Examples/ModularApp/Projects Examples/ModularApp/App \
+    . Examples/FirstTest Examples/QuickStart Examples/ModularApp/Profile Examples/ModularApp/Projects Examples/ModularApp/App \
     Examples/SwiftUIApp
 python3 Scripts/check-docs.py --apple

@@ -197,3 +197,35 @@ public struct NoConfig: DefaultConfig, Hashable {
     /// Creates the empty configuration.
     public init() {}
 }
+
+/// The schema of an app that injects services and nothing else: no user, no configuration.
+///
+/// An app starts here without declaring a schema of its own:
+/// ``EnvironmentStack/init(live:fileID:line:)`` makes the stack from the services alone, and
+/// the stack's type is `EnvironmentStack<ServicesOnly<AppServices>>`. When the app adds a
+/// signed-in user or a configuration, it declares its own schema and names it instead.
+public enum ServicesOnly<Services: Sendable>: EnvironmentSchema {}
+
+extension EnvironmentStack {
+    /// Creates the stack of an app that injects `live` services and nothing else, built only
+    /// where they are used, as ``init(live:preview:fileID:line:)`` builds a live world.
+    ///
+    /// ```swift
+    /// let appEnvironment = EnvironmentStack(live: AppServices.live)
+    /// ```
+    ///
+    /// The schema is ``ServicesOnly``: no user, no configuration. An app that adds them
+    /// declares an ``EnvironmentSchema`` and makes its stack with
+    /// ``init(live:preview:fileID:line:)``; tests written with the `services:` trait keep working.
+    /// - Parameters:
+    ///   - live: Builds the live services.
+    ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
+    ///   - line: The calling line, recorded with it.
+    public convenience init<Services: Sendable>(
+        live: @autoclosure @escaping @Sendable () -> Services,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) where App == ServicesOnly<Services> {
+        self.init(live: HabitatEnvironment(services: live()), fileID: fileID, line: line)
+    }
+}

@@ -80,6 +80,30 @@ extension Trait {
         EnvironmentTrait(stack: stack, environment: environment, change: { _ in })
     }
 
+    /// Runs the test (or every test of the suite) in a scope of its own on `stack`, in the test
+    /// world of `services`: `HabitatEnvironment.test(services:)` (a fixed clock, `en_US_POSIX`,
+    /// UTC, counting UUIDs), built anew for every test, then changed by `change`, if given.
+    ///
+    /// ```swift
+    /// @Test(.environment(appEnvironment, services: AppServices(api: .stub)))
+    /// func greetsTheMember() async throws { ... }
+    ///
+    /// @Test(.environment(appEnvironment, services: .stub) { $0.locale = Locale(identifier: "de_DE") })
+    /// func greetsInGerman() async throws { ... }
+    /// ```
+    /// - Parameters:
+    ///   - stack: The app's stack.
+    ///   - services: The test's services, built once per test.
+    ///   - change: Changes the test's world, once per test, before the test runs.
+    /// - Returns: The trait.
+    public static func environment<App>(
+        _ stack: EnvironmentStack<App>,
+        services: @autoclosure @escaping @Sendable () -> App.Services,
+        _ change: @escaping @Sendable (inout HabitatEnvironment<App>) -> Void = { _ in }
+    ) -> Self where Self == EnvironmentTrait<App>, App.Config: DefaultConfig {
+        EnvironmentTrait(stack: stack, environment: { .test(services: services()) }, change: change)
+    }
+
     /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
     /// from a fresh `environment` changed by `change`: a whole world plus the one thing this
     /// test needs different.

@@ -20,7 +20,7 @@ package enum TestContextReporter: HabitatTestReporting {
                 + "(Task.detached, a DispatchQueue closure)\(scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"). "
                 + "Capture `stack.current` before leaving the task, or re-enter with `stack.withEnvironment(captured) { ... }`."
             : "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached the live world of \(stack): "
-                + "no test world is installed. To fix it, install a test world with `.environment(stack, .test(services: ...))` "
+                + "no test world is installed. To fix it, install a test world with `.environment(stack, services: ...)` "
                 + "on the test or its suite, or `EnvironmentTestCase` in XCTest; a test that means to use live values starts "
                 + "its scope from `stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off."
         let key = "\(stack) " + (escaped ? "escaped " + scopes.joined(separator: ",") : test ?? "outside every test")

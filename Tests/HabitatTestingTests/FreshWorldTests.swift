@@ -45,3 +45,29 @@ let countingEnvironment = EnvironmentStack<CountingApp>(HabitatEnvironment(servi
         #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
     }
 }
+
+/// A services-only app, as the README's quick start writes it: the stack made from its live
+/// services, each test given its own services by the `services:` trait.
+let servicesOnlyEnvironment = EnvironmentStack(live: CountingServices())
+
+@Suite struct ServicesTraitTests {
+    @Test(.environment(servicesOnlyEnvironment, services: CountingServices()), arguments: 0..<8)
+    func eachArgumentGetsServicesOfItsOwnInTheTestWorld(argument: Int) {
+        let world = servicesOnlyEnvironment.current
+        #expect(world.services.counter.call() == 1, "case \(argument) saw another case's mock")
+        #expect(world.now() == TestWorld.date && world.locale == TestWorld.locale && world.timeZone == TestWorld.timeZone)
+        #expect(servicesOnlyEnvironment.liveWorldBuilds == 0, "a test run never builds the live services")
+    }
+
+    @Test(.environment(servicesOnlyEnvironment, services: CountingServices()) { $0.locale = Locale(identifier: "de_DE") })
+    func theChangeRunsOnTheTestWorld() {
+        #expect(servicesOnlyEnvironment.current.locale.identifier == "de_DE")
+        #expect(servicesOnlyEnvironment.current.now() == TestWorld.date)
+    }
+
+    @Test func theSchemaIsServicesOnly() {
+        #expect(ObjectIdentifier(type(of: servicesOnlyEnvironment)) == ObjectIdentifier(EnvironmentStack<ServicesOnly<CountingServices>>.self))
+        #expect(ObjectIdentifier(ServicesOnly<CountingServices>.User.self) == ObjectIdentifier(NoUser.self))
+        #expect(ObjectIdentifier(ServicesOnly<CountingServices>.Config.self) == ObjectIdentifier(NoConfig.self))
+    }
+}

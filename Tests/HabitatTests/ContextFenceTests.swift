@@ -101,7 +101,7 @@ struct ContextFenceTests {
         #expect(message?.contains("test aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix()") == true)
         #expect(message?.contains("reached the live world") == true)
         #expect(message?.contains("no test world is installed") == true)
-        #expect(message?.contains(".environment(stack, .test(services:") == true)
+        #expect(message?.contains(".environment(stack, services:") == true)
         #expect(stack.liveWorldBuilds == 1, "built when reached, once")
     }
 
@@ -115,7 +115,7 @@ struct ContextFenceTests {
             let headline = issue.error.map { "\($0)" } ?? ""
             return headline.hasPrefix("test aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() reached the live world of the stack made at ")
                 && headline.hasSuffix(": no test world is installed")
-                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test world with `.environment(stack, .test(services: ...))`") == true
+                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test world with `.environment(stack, services: ...)`") == true
         }
     }
 

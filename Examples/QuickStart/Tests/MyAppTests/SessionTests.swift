@@ -3,7 +3,7 @@ import Testing
 @testable import MyApp
 
 // Every test of the suite starts from this world, each in its own scope, in parallel.
-@Suite(.environment(appEnvironment, .test(services: AppServices(api: APIClient(fetchName: { _ in "Grace" })))))
+@Suite(.environment(appEnvironment, services: AppServices(api: APIClient(fetchName: { _ in "Grace" }))))
 struct SessionTests {
     @Test func signingInShowsTheMember() async throws {
         try await signIn(id: 2, token: AuthToken("t"))
