@@ -30,31 +30,11 @@ let package = Package(
 
         // NB: tests that need a child process run a fixture test of the test bundle itself
         // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting", "HabitatKeychain"]),
-        .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
-        .testTarget(name: "HabitatOperatorsTests", dependencies: ["Habitat", "HabitatOperators"]),
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting", "HabitatKeychain", "HabitatOperators"]),
         .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting"]),
-        .testTarget(name: "HabitatKeychainTests", dependencies: ["HabitatKeychain", "HabitatTesting"]),
-        // The Keychain store's Apple binding (a symbolic link to its source), compiled and run
-        // on Linux against a module with Security's signatures.
-        .target(name: "SecurityStandIn", path: "Tests/StandIns/SecurityStandIn"),
-        .testTarget(
-            name: "KeychainBindingCheck",
-            dependencies: ["HabitatKeychain", "SecurityStandIn"],
-            swiftSettings: [.define("HABITAT_SECURITY_STANDIN")]
-        ),
-
-        // Habitat's names beside the names an iOS app imports at the same time: modules that
-        // stand in for SwiftUI, Alamofire, the Facebook SDK and IssueReporting, and a test that
-        // uses all of them unqualified in one file.
-        .target(name: "SwiftUIStandIn", path: "Tests/StandIns/SwiftUIStandIn"),
-        .target(name: "AlamofireStandIn", path: "Tests/StandIns/AlamofireStandIn"),
-        .target(name: "FacebookStandIn", path: "Tests/StandIns/FacebookStandIn"),
-        .target(name: "IssueReportingStandIn", path: "Tests/StandIns/IssueReportingStandIn"),
-        .testTarget(
-            name: "NameClashTests",
-            dependencies: ["HabitatTesting", "SwiftUIStandIn", "AlamofireStandIn", "FacebookStandIn", "IssueReportingStandIn"]
-        ),
+        .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
+        // Habitat beside the modules an Apple app imports (stand-ins for Security, SwiftUI,
+        // Alamofire...) is checked by a package of its own, Tests/Compatibility, which CI runs.
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,8 +1,9 @@
 // The Apple binding: the four SecItem calls and nothing else. Every decision is the store's.
 //
-// NB: on Linux this file is compiled by the KeychainBindingCheck test target against
-// `SecurityStandIn`, a module with Security's Swift signatures, so that a mistake here fails CI
-// before it reaches an Apple user (see Tests/StandIns/SecurityStandIn).
+// NB: on Linux this file is compiled by the KeychainBindingCheck test target of the package
+// Tests/Compatibility against `SecurityStandIn`, a module with Security's Swift signatures, so
+// that a mistake here fails CI before it reaches an Apple user (see
+// Tests/Compatibility/StandIns/SecurityStandIn).
 // NB: on Apple platforms the check target compiles nothing (the real binding is in the library,
 // and no test may reach a real keychain).
 #if canImport(Security) && !HABITAT_SECURITY_STANDIN

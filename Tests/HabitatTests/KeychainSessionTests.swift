@@ -4,7 +4,7 @@ import HabitatKeychain
 import HabitatTesting
 import Testing
 
-struct Member: Codable, Sendable, Equatable {
+struct KeychainMember: Codable, Sendable, Equatable {
     var name: String
 }
 
@@ -16,7 +16,7 @@ struct NoServices: Sendable {}
 
 enum KeychainApp: EnvironmentSchema {
     typealias Services = NoServices
-    typealias User = Member
+    typealias User = KeychainMember
     typealias Config = Settings
 }
 
@@ -47,7 +47,7 @@ enum KeychainApp: EnvironmentSchema {
     func savedSession(accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly) throws -> SessionStore<KeychainApp> {
         let sessions = sessions(accessibility: accessibility)
         let app = stack()
-        app.login(user: Member(name: "Ada"), token: AuthToken("t1"))
+        app.login(user: KeychainMember(name: "Ada"), token: AuthToken("t1"))
         try app.save(to: sessions)
         return sessions
     }
@@ -68,7 +68,7 @@ enum KeychainApp: EnvironmentSchema {
             Issue.record("expected awaitingToken, got \(launch)")
             return
         }
-        #expect(app.current.currentUser == Member(name: "Ada"))
+        #expect(app.current.currentUser == KeychainMember(name: "Ada"))
         #expect(app.current.session?.state == .awaitingToken)
 
         // An ordinary change with autosave on, and a refresh: nothing is asked, written or deleted.
@@ -201,7 +201,7 @@ enum KeychainApp: EnvironmentSchema {
         // Version 1: the token in the app's default group (the first one).
         let version1 = SessionStore<KeychainApp>(store: snapshots, secrets: KeychainSecretStore(service: "com.example.app", calls: keychain.calls))
         let app = EnvironmentStack<KeychainApp>(HabitatEnvironment(services: NoServices(), config: Settings()))
-        app.login(user: Member(name: "Ada"), token: AuthToken("t1"))
+        app.login(user: KeychainMember(name: "Ada"), token: AuthToken("t1"))
         try app.save(to: version1)
 
         // Version 2: the token in the shared group, where the extension reads it too.

@@ -28,8 +28,9 @@ import Testing
 
     @Test func theSystemMessageReachesTheError() throws {
         let secrets = KeychainSecretStore(service: "binding.messages")
-        #expect(secrets.calls.message(-25300) == "The specified item could not be found in the keychain.")
-        #expect(secrets.calls.delete(secrets.item(forKey: "absent")) == -25300)
+        // The binding the store uses by default, `KeychainCalls.system`, called directly.
+        #expect(KeychainCalls.system.message(-25300) == "The specified item could not be found in the keychain.")
+        #expect(KeychainCalls.system.delete(secrets.item(forKey: "absent")) == -25300)
     }
 }
 #endif

@@ -1,0 +1,1 @@
+../../../../Sources/HabitatKeychain/KeychainCalls+Security.swift

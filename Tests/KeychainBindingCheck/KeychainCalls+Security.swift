@@ -1,1 +1,0 @@
-../../Sources/HabitatKeychain/KeychainCalls+Security.swift
