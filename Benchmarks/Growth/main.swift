@@ -352,7 +352,7 @@ func measureDocuments() throws {
             store: try JSONFileStore(url: place.appendingPathComponent("session.json")),
             secrets: try FileSecretStore(directory: place.appendingPathComponent("secrets"))
         )
-        let environment = makeEnvironment(configKeys: keys).settingSession(user: benchUser, token: AuthToken("bench-token"))
+        let environment = makeEnvironment(configKeys: keys).with(\.session, UserSession(user: benchUser, token: AuthToken("bench-token")))
         let snapshotStack = EnvironmentStack<BenchApp>(environment)
         try snapshotStack.save(to: sessions)
         let snapshotPath = place.appendingPathComponent("snapshot.json").path

@@ -331,7 +331,7 @@ func registerPersistence(_ once: Benchmark.Configuration) {
             store: try! JSONFileStore(url: place.appendingPathComponent("session.json")),
             secrets: try! FileSecretStore(directory: place.appendingPathComponent("secrets"))
         )
-        let environment = makeEnvironment(configKeys: keys).settingSession(user: benchUser, token: AuthToken("bench-token"))
+        let environment = makeEnvironment(configKeys: keys).with(\.session, UserSession(user: benchUser, token: AuthToken("bench-token")))
         let snapshotStack = EnvironmentStack<BenchApp>(environment)
         let plainFile = place.appendingPathComponent("plain.json").path
         let plainToken = place.appendingPathComponent("secrets/plain.token").path
@@ -355,7 +355,7 @@ func registerPersistence(_ once: Benchmark.Configuration) {
             // writes the token record with the previous token kept, the snapshot, then the record
             // without it: three durable writes, so that a crash never pairs a user with another
             // save's token. The floor writes the token and the snapshot: two.
-            let switching = [environment, environment.settingSession(user: benchUser, token: AuthToken("other-token"))]
+            let switching = [environment, environment.with(\.session, UserSession(user: benchUser, token: AuthToken("other-token")))]
             // NB: one save per measured iteration, so the alternation lives outside the loop.
             let habitatSaves = Counter()
             Benchmark("save-new-token/habitat", configuration: once) { _ in

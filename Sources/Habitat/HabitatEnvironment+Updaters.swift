@@ -48,26 +48,6 @@ extension Updatable {
         copy[keyPath: keyPath] = try transform(copy[keyPath: keyPath])
         return copy
     }
-
-    /// Returns a copy with the value `lens` focuses on set to `value`.
-    /// - Parameters:
-    ///   - lens: Where to write.
-    ///   - value: The new value.
-    /// - Returns: The changed copy.
-    @inlinable
-    public func with<Value>(_ lens: Lens<Self, Value>, _ value: Value) -> Self {
-        lens.set(value, in: self)
-    }
-
-    /// Returns a copy with the value `lens` focuses on transformed.
-    /// - Parameters:
-    ///   - lens: Where to read and write.
-    ///   - transform: Returns the new value from the old one.
-    /// - Returns: The changed copy.
-    @inlinable
-    public func over<Value>(_ lens: Lens<Self, Value>, _ transform: (Value) -> Value) -> Self {
-        lens.over(self, transform)
-    }
 }
 
 extension HabitatEnvironment: Updatable {}

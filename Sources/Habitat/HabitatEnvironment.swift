@@ -96,12 +96,16 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
         self.system = SystemValues(now: now, uuid: uuid, region: Region(calendar: calendar, locale: locale, timeZone: timeZone))
     }
 
-    /// The signed-in session, or `nil` when logged out. Setting a session signs out the
+    /// The signed-in session, or `nil` when logged out. Setting it tells ``SessionDependent``
+    /// services, as ``setSession(user:token:)`` and ``clearSession()`` do, and signs out the
     /// account's other session in ``otherAccounts``, if it had one.
     @inlinable
     public var session: UserSession<App.User>? {
         get { activeSession }
-        set { setActive(newValue) }
+        set {
+            setActive(newValue)
+            applySession()
+        }
     }
 
     /// The accounts signed in besides the active one (``session``): each keeps its token and

@@ -86,7 +86,7 @@ struct AssertionTests {
         let secrets = MockSecretStore()
         let sessions = SessionStore<TestingApp>(store: store, secrets: secrets)
         let env = HabitatEnvironment<TestingApp>.test(services: Services(), config: Config())
-            .settingSession(user: .ada, token: AuthToken("tok-mock-SECRET"))
+            .with(\.session, UserSession(user: .ada, token: AuthToken("tok-mock-SECRET")))
         store.failNext()
         #expect(throws: SnapshotError.store(.unavailable(key: "MockKeyValueStore", reason: "a failure injected by the test"))) { try sessions.save(env) }
         #expect(
@@ -97,7 +97,7 @@ struct AssertionTests {
         try sessions.save(env)
         #expect(secrets.contains("tok-mock-SECRET"))
         #expect(!store.contents.values.contains { $0.range(of: Data("tok-mock-SECRET".utf8)) != nil })
-        try sessions.save(env.clearingSession())
+        try sessions.save(env.with(\.session, nil))
         #expect(secrets.keys.isEmpty)
         #expect(secrets.operations.last == .delete("habitat.session.token"))
     }

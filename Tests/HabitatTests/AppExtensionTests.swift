@@ -18,7 +18,7 @@ import Testing
 
     @Test func anExtensionThatNeverRefreshesWaitsForTheAppsRotation() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let (app, _) = try launch(directory, refreshesTokens: true)
         let (widget, _) = try launch(directory, refreshesTokens: false)
 
@@ -42,7 +42,7 @@ import Testing
 
     @Test func anExtensionNeverWritesBackAnOlderToken() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let (app, sessions) = try launch(directory, refreshesTokens: true)
         let (widget, _) = try launch(directory, refreshesTokens: false)
         #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
@@ -63,7 +63,7 @@ import Testing
     @Test(.enabled(if: canRunFixtures))
     func anAppAndItsExtensionInTwoProcessesMakeOneRefresh() throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "extension-wait"])
         #expect(refreshes.count == 1, "one request to the server, by the app: \(refreshes)")
         #expect(refreshes.allSatisfy { !$0.contains("extension") })

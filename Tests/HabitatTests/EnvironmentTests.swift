@@ -110,26 +110,24 @@ import Testing
 
     @Test func valueTransitions() throws {
         let env = makeEnvironment()
-        let inside = env.settingSession(user: .ada, token: AuthToken("abc"))
+        let inside = env.with(\.session, UserSession(user: .ada, token: AuthToken("abc")))
         #expect(inside.currentUser == .ada)
         #expect(inside.session?.state == .authenticated)
         #expect(inside.services.authorization == "Bearer abc")
-        let renamed = try inside.settingCurrentUser(TestUser(id: 1, name: "Ada L."))
+        let renamed = inside.over(\.session) { $0.map { UserSession(user: TestUser(id: 1, name: "Ada L."), token: $0.token, state: $0.state) } }
         #expect(renamed.currentUser?.name == "Ada L.")
         #expect(renamed.session?.token.secret == "abc")
-        let outside = renamed.clearingSession()
+        #expect(renamed.services.userName == "Ada L.", "setting the session through a key path tells the services")
+        let outside = renamed.with(\.session, nil)
         #expect(outside.session == nil)
         #expect(outside.services.authorization == nil)
-        #expect(throws: SessionError.notLoggedIn(operation: "setCurrentUser")) {
-            try outside.settingCurrentUser(.ada)
-        }
     }
 
-    @Test func inPlaceTransitionsMatchTheCopyingOnesAndTellTheServices() throws {
+    @Test func inPlaceTransitionsMatchTheKeyPathUpdaterAndTellTheServices() throws {
         var env = makeEnvironment()
         env.setSession(user: .ada, token: AuthToken("abc"))
-        #expect(env.session == makeEnvironment().settingSession(user: .ada, token: AuthToken("abc")).session)
-        #expect(env.services.authorization == "Bearer abc", "services are told, as with settingSession")
+        #expect(env.session == makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("abc"))).session)
+        #expect(env.services.authorization == "Bearer abc", "services are told, as by the key path")
         try env.setCurrentUser(TestUser(id: 1, name: "Ada L."))
         #expect(env.currentUser?.name == "Ada L.")
         #expect(env.services.userName == "Ada L.")
@@ -169,7 +167,7 @@ import Testing
         let token = AuthToken(secret, expiresAt: expiry)
         var dumped = ""
         dump(token, to: &dumped)
-        let env = makeEnvironment().settingSession(user: .ada, token: token)
+        let env = makeEnvironment().with(\.session, UserSession(user: .ada, token: token))
         var dumpedEnvironment = ""
         dump(env, to: &dumpedEnvironment)
         let renderings = [

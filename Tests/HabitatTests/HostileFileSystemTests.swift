@@ -80,7 +80,7 @@ import Darwin
         // A session whose token file was swapped for a link: restoring it reports that error,
         // and logs nobody in with the planted token: the session waits for a token it can read.
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets, key: "s")
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("mine")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("mine"))))
         let tokenFile = secrets.fileURL(forKey: sessions.tokenKey)
         try FileManager.default.removeItem(at: tokenFile)
         try FileManager.default.createSymbolicLink(at: tokenFile, withDestinationURL: planted)
@@ -225,7 +225,7 @@ import Darwin
         let directory = try TemporaryDirectory()
         let secrets = try FileSecretStore(directory: directory.file("secrets"))
         let sessions = SessionStore<TestApp>(store: try JSONFileStore(url: directory.file("session.json")), secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-ada")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("token-ada"))))
         // What a writer killed mid-save leaves: a temporary copy of the token.
         let stray = directory.file("secrets/.habitat.session.token.tmp-\(try deadProcessID())-9")
         try Data("token-ada".utf8).write(to: stray)
@@ -237,17 +237,17 @@ import Darwin
         let secrets = InMemorySecretStore()
         let plain = InMemoryStore()
         let sessions = SessionStore<TestApp>(store: plain, secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-ada")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("token-ada"))))
         // Switching to Grace dies after the token was written, before the snapshot.
         let dying = SessionStore<TestApp>(store: FailingStore(), secrets: secrets)
         #expect(throws: SnapshotError.self) {
-            try dying.save(makeEnvironment().settingSession(user: .grace, token: AuthToken("token-grace")))
+            try dying.save(makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("token-grace"))))
         }
         let restored = try #require(try sessions.load()?.session)
         #expect(restored.user == .ada)
         #expect(restored.token.secret == "token-ada", "Ada's data goes with Ada's token")
         // The switch completes on the next save: Grace with Grace's token, Ada's token gone.
-        try sessions.save(makeEnvironment().settingSession(user: .grace, token: AuthToken("token-grace")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("token-grace"))))
         let switched = try #require(try sessions.load()?.session)
         #expect(switched.user == .grace && switched.token.secret == "token-grace")
         #expect(try secrets.secret(forKey: sessions.tokenKey).map { String(decoding: $0, as: UTF8.self).contains("token-ada") } == false)
@@ -257,10 +257,10 @@ import Darwin
         let secrets = InMemorySecretStore()
         let adaSnapshot = InMemoryStore()
         try SessionStore<TestApp>(store: adaSnapshot, secrets: secrets)
-            .save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-ada")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("token-ada"))))
         // Another save's token (and nothing of Ada's) in the secret store.
         try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-            .save(makeEnvironment().settingSession(user: .grace, token: AuthToken("token-grace")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("token-grace"))))
         let snapshot = try #require(try SessionStore<TestApp>(store: adaSnapshot, secrets: secrets).load())
         #expect(snapshot.session == nil, "Ada's snapshot is never paired with Grace's token")
     }

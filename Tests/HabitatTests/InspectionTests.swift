@@ -63,7 +63,7 @@ import Testing
 
     @Test func changedFieldsNameWhatDiffersFromTheFrameBelow() {
         let stack = makeStack()
-        stack.push(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+        stack.push(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         #expect(stack.frames[0].changedFields == ["services", "session"], "login hands the services the session too")
         stack.push { $0.timeZone = TimeZone(identifier: "Europe/Berlin")! }
         #expect(stack.frames[0].changedFields == ["timeZone"])
@@ -73,7 +73,7 @@ import Testing
 
     @Test func aRestoreAndARefreshRecordTheirOrigins() async throws {
         let sessions = SessionStore<TestApp>.inMemory()
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let stack = makeStack()
         var line: UInt = #line + 1
         stack.restoreAtLaunch(from: sessions)

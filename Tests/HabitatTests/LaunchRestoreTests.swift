@@ -15,7 +15,7 @@ import Testing
     @Test func aSavedSessionIsRestored() throws {
         let directory = try TemporaryDirectory()
         let sessions = try fileSessions(in: directory)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         let stack = makeStack()
         let launch = stack.restoreAtLaunch(from: sessions)
         #expect(launch.problem == nil)
@@ -65,7 +65,7 @@ import Testing
     @Test func aNewerSnapshotIsLeftForANewerApp() throws {
         let store = InMemoryStore()
         try SessionStore<TestApp>(store: store, secrets: InMemorySecretStore(), version: 3)
-            .save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         let before = store.contents
         let stack = makeStack()
         let launch = stack.restoreAtLaunch(
@@ -83,7 +83,7 @@ import Testing
     @Test func anUnreadableStoreDeletesNothing() throws {
         let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
-        try SessionStore<TestApp>(store: store, secrets: secrets).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+        try SessionStore<TestApp>(store: store, secrets: secrets).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         let before = store.contents
         store.failNext(with: .unreadable(path: "session.json", reason: "I/O error"))
         let launch = makeStack().restoreAtLaunch(from: SessionStore(store: store, secrets: secrets))
@@ -101,7 +101,7 @@ import Testing
         let store = InMemoryStore()
         let secrets = MockSecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         let before = store.contents
         secrets.setUnavailable(true)
         let stack = makeStack()

@@ -1,11 +1,12 @@
 import Foundation
 import Habitat
+import HabitatOperators
 import Testing
 
 @Suite struct LensTests {
     let timeout = Lens(\TestEnvironment.config).appending(Lens(\.timeout))
     let userName = Lens(\TestEnvironment.session).optional(Lens(\.user.name))
-    let loggedIn = makeEnvironment().settingSession(user: .ada, token: AuthToken("t"))
+    let loggedIn = makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t")))
 
     @Test(arguments: [0, 1, 30, -5])
     func keyPathLensObeysTheLaws(value: Int) {

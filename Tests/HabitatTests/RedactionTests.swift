@@ -75,7 +75,7 @@ import Testing
     @Test func snapshotsLaunchesAndSessionStores() throws {
         for secrets in [InMemorySecretStore(), MockSecretStore()] as [any SecretStore] {
             let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-            try sessions.save(makeEnvironment().settingSession(user: .ada, token: Self.token))
+            try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: Self.token)))
             let snapshot = try #require(try sessions.load())
             #expect(snapshot.session?.token.secret == Self.secret)
             expectRedacted(snapshot)

@@ -165,7 +165,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<2 {
                 group.addTask {
-                    await stack.withEnvironment({ $0 = $0.settingSession(user: .ada, token: token) }) {
+                    await stack.withEnvironment({ $0.setSession(user: .ada, token: token) }) {
                         let outcome = await stack.refreshSession { _ in
                             calls.increment()
                             await release.wait()

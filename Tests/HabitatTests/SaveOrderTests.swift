@@ -8,7 +8,7 @@ import Testing
 @Suite struct SaveOrderTests {
     @Test func aFollowerTakingARotationWhileASaveReadsNeverMakesItWriteTheOldTokenBack() throws {
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let (app, other) = (makeStack(), makeStack())
         try app.restore(from: sessions)
         try other.restore(from: sessions)

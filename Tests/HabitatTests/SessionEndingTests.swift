@@ -12,7 +12,7 @@ import Darwin
 @Suite struct SessionEndingTests {
     func signedInStore(_ store: any KeyValueStore, _ secrets: any SecretStore) throws -> SessionStore<TestApp> {
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
         return sessions
     }
 
@@ -123,7 +123,7 @@ import Darwin
         try await offThePool {
             let directory = try TemporaryDirectory()
             let sessions = try sharedSessions(in: directory.url)
-            try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+            try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
             let app = makeStack()
             try app.restore(from: sessions)
 
@@ -152,7 +152,7 @@ import Darwin
 @Suite struct StoreFollowingTests {
     @Test func aFollowingStackTakesAnotherStacksLogoutLoginAndRotation() async throws {
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
         let app = makeStack()
         let widget = makeStack()
         try app.restore(from: sessions)
@@ -202,7 +202,7 @@ import Darwin
     func anotherProcessesLogoutReachesTheStreamWithinASecond() async throws {
         let directory = try TemporaryDirectory()
         let sessions = try sharedSessions(in: directory.url)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
         let app = makeStack()
         try app.restore(from: sessions)
         let following = app.followStore(sessions, checkingEvery: .milliseconds(50))

@@ -16,7 +16,7 @@ import Darwin
     func lockedLaunch() throws -> (EnvironmentStack<TestApp>, SessionStore<TestApp>, MockSecretStore) {
         let secrets = MockSecretStore()
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         secrets.setUnavailable(true)
         let stack = makeStack()
         stack.restoreAtLaunch(from: sessions)
@@ -100,7 +100,7 @@ import Darwin
     @Test func aTokenWhoseSnapshotIsGoneIsDiscarded() throws {
         let secrets = InMemorySecretStore()
         try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-            .save(makeEnvironment().settingSession(user: .ada, token: AuthToken("before-reinstall")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("before-reinstall"))))
         // Reinstalled: the plain store is new, the secret store is not.
         let reinstalled = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
         #expect(try reinstalled.load() == nil)
@@ -110,7 +110,7 @@ import Darwin
     @Test func discardingCanBeTurnedOff() throws {
         let secrets = InMemorySecretStore()
         try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-            .save(makeEnvironment().settingSession(user: .ada, token: AuthToken("kept")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("kept"))))
         let reinstalled = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets, discardsUnpairedSecrets: false)
         #expect(try reinstalled.load() == nil, "still never used")
         #expect(secrets.keys == ["habitat.session.token"], "but kept")
@@ -131,7 +131,7 @@ import Darwin
     @Test func aSecretStoreThatCantBeReadKeepsItsToken() throws {
         let secrets = MockSecretStore()
         try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-            .save(makeEnvironment().settingSession(user: .ada, token: AuthToken("t")))
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("t"))))
         secrets.setUnavailable(true)
         #expect(try SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets).load() == nil)
         secrets.setUnavailable(false)
@@ -150,7 +150,7 @@ import Darwin
     func noFileLockIsHeldDuringTheServerCall() async throws {
         let directory = try TemporaryDirectory()
         let sessions = try sharedSessions(in: directory.url)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         let stack = makeStack()
         stack.restoreAtLaunch(from: sessions)
         stack.enableAutosave(to: sessions)
@@ -176,7 +176,7 @@ import Darwin
 
     @Test func twoStacksOnOneStoreShareOneRefresh() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
         // Two parts of an app, each with its own stack and its own handle on the files.
         let stacks = try (0..<2).map { _ in
             let stack = makeStack()
@@ -206,7 +206,7 @@ import Darwin
     func twoProcessesShareOneRefresh() async throws {
         try await offThePool {
             let directory = try TemporaryDirectory()
-            try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old")))
+            try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
             let (tokens, refreshes) = try refreshTogether(in: directory, ["refresh-together", "refresh-together"])
             #expect(refreshes.count == 1, "one request to the server: \(refreshes)")
             #expect(tokens[0] == tokens[1], "both end with the same token: \(tokens)")
@@ -222,7 +222,7 @@ import Darwin
     func aKillDuringARefreshLeavesTheOldTokenOrTheNew() async throws {
         try await offThePool {
             let directory = try TemporaryDirectory()
-            try sharedSessions(in: directory.url).save(makeEnvironment().settingSession(user: .ada, token: AuthToken("token-0")))
+            try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("token-0"))))
             var last = 0
             for round in 1...30 {
                 let first = round * 10_000
@@ -275,7 +275,7 @@ import Darwin
 
     @Test func aSessionSavedSinceMakesTheLegacyTokenStale() throws {
         let sessions = sessions
-        try sessions.save(makeEnvironment().settingSession(user: .grace, token: AuthToken("newer")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("newer"))))
         #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada } == .discardedStale)
         #expect(legacy.contents["accessToken"] == nil)
         #expect(try sessions.load()?.session?.token.secret == "newer", "the saved session is untouched")
@@ -298,7 +298,7 @@ import Darwin
     @Test func aSecretStoreThatCantBeReadBackLeavesTheLegacyTokenInPlace() throws {
         let secrets = MockSecretStore()
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("legacy-secret")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("legacy-secret"))))
         secrets.setUnavailable(true)
         #expect(throws: SnapshotError.store(.unavailable(key: "habitat.session.token", reason: "the device is locked"))) {
             try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }

@@ -34,7 +34,7 @@ struct FileSessions {
 
     @Test func aSavedSessionComesBackRestored() throws {
         let files = try FileSessions()
-        let env = makeEnvironment().settingSession(user: .ada, token: token).with(\.config.timeout, 5)
+        let env = makeEnvironment().with(\.session, UserSession(user: .ada, token: token)).with(\.config.timeout, 5)
         try files.sessions.save(env)
         let snapshot = try #require(try files.sessions.load())
         #expect(snapshot.session?.user == .ada)
@@ -47,7 +47,7 @@ struct FileSessions {
 
     @Test func theTokenLivesOnlyInTheSecretStoreAndLogoutDeletesIt() throws {
         let files = try FileSessions()
-        let env = makeEnvironment().settingSession(user: .ada, token: token)
+        let env = makeEnvironment().with(\.session, UserSession(user: .ada, token: token))
         try files.sessions.save(env)
         #expect(try !files.filesContain(token.secret, under: files.storeDirectory), "never in the plain store")
         #expect(try files.filesContain(token.secret, under: files.secretDirectory))
@@ -55,7 +55,7 @@ struct FileSessions {
         #expect(try permissions(files.secretDirectory.appendingPathComponent("habitat.session.token").path) == 0o600)
         #expect(try permissions(files.storeDirectory.appendingPathComponent("session.json").path) == 0o600)
 
-        try files.sessions.save(env.clearingSession())
+        try files.sessions.save(env.with(\.session, nil))
         #expect(try !files.directory.anyFileContains(token.secret), "nothing of the token remains after logout")
         #expect(try files.sessions.load()?.session == nil)
     }
@@ -63,7 +63,7 @@ struct FileSessions {
     @Test func aSnapshotWhoseTokenIsGoneLoadsLoggedOut() throws {
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: token).with(\.config.timeout, 9))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: token)).with(\.config.timeout, 9))
         try secrets.setSecret(nil, forKey: sessions.tokenKey)
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session == nil)
@@ -79,7 +79,7 @@ struct FileSessions {
         let store = InMemoryStore()
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets, key: "app.session")
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: token))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: token)))
         #expect(secrets.keys == ["app.session.token"])
         try sessions.clear()
         #expect(store.contents.isEmpty)
@@ -192,7 +192,7 @@ struct FileSessions {
         let secrets = WriteRefusingSecretStore()
         let store = InMemoryStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token")))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
 
         secrets.refusesWrites = true
         #expect(throws: SnapshotError.store(.unwritable(path: "habitat.session.token", reason: "immutable"))) {
@@ -214,11 +214,11 @@ struct FileSessions {
         let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets)
-        let signedIn = makeEnvironment().settingSession(user: .ada, token: AuthToken("ada-token"))
+        let signedIn = makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token")))
         try sessions.save(signedIn)
 
         store.failNext()
-        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.settingSession(user: .grace, token: AuthToken("grace-token"))) }
+        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.with(\.session, UserSession(user: .grace, token: AuthToken("grace-token")))) }
         let after = try #require(try sessions.load())
         #expect(after.session?.user == .ada)
         #expect(after.session?.token.secret == "ada-token")
@@ -227,7 +227,7 @@ struct FileSessions {
         #expect(!String(decoding: record, as: UTF8.self).contains("grace-token"), "the failed login's token is gone")
 
         store.failNext()
-        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.clearingSession()) }
+        #expect(throws: SnapshotError.self) { try sessions.save(signedIn.with(\.session, nil)) }
         #expect(try secrets.secret(forKey: sessions.tokenKey) == nil, "the token went first")
         let relaunched = try #require(try sessions.load())
         #expect(relaunched.session == nil, "a relaunch is logged out")
@@ -447,7 +447,7 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
     /// A stack restored from a saved session for Ada.
     func restoredStack(expiresAt: Date? = nil) throws -> EnvironmentStack<TestApp> {
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: InMemorySecretStore())
-        try sessions.save(makeEnvironment().settingSession(user: .ada, token: AuthToken("old", expiresAt: expiresAt)))
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old", expiresAt: expiresAt))))
         let stack = makeStack()
         try stack.restore(from: sessions)
         return stack

@@ -31,7 +31,7 @@ public struct AppRequestContext: RequestContext {
 ///
 /// NB: the scope's change closure signs the member in place (`setSession`), on the scope's own copy
 /// of the base: one copy of the environment per request. Building the environment first
-/// (`current.settingSession(...)`) and passing it costs two more copies; a `login()` inside the scope,
+/// (`current.with(\.session, ...)`) and passing it costs two more copies; a `login()` inside the scope,
 /// a second frame.
 public struct RequestEnvironmentMiddleware: RouterMiddleware {
     public typealias Context = AppRequestContext

@@ -37,7 +37,7 @@ struct SessionModelTests {
 
     @Test func launchRestoresTheSavedSession() async throws {
         let sessions = SessionStore<MainApp>.inMemory()
-        try sessions.save(appEnvironment.current.settingSession(user: Account(id: 2, name: "Grace"), token: AuthToken("saved")))
+        try sessions.save(appEnvironment.current.with(\.session, UserSession(user: Account(id: 2, name: "Grace"), token: AuthToken("saved"))))
         let model = SessionModel()
         model.launch(from: sessions)
         #expect(model.status == "Restored")
@@ -48,7 +48,7 @@ struct SessionModelTests {
     @Test func aLockedDeviceKeepsTheSessionWaitingUntilProtectedDataIsAvailable() throws {
         let store = InMemoryStore()
         let sessions = SessionStore<MainApp>(store: store, secrets: InMemorySecretStore())
-        try sessions.save(appEnvironment.current.settingSession(user: Account(id: 2, name: "Grace"), token: AuthToken("saved")))
+        try sessions.save(appEnvironment.current.with(\.session, UserSession(user: Account(id: 2, name: "Grace"), token: AuthToken("saved"))))
         let locked = SessionStore<MainApp>(store: store, secrets: LockedSecretStore())
         let model = SessionModel()
         model.launch(from: locked, protectedDataAvailable: false)
@@ -102,7 +102,7 @@ struct SessionModelTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("swiftui-app-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = try AppStorage.sessions(in: directory)
-        try first.save(appEnvironment.current.settingSession(user: Account(id: 3, name: "Lin"), token: AuthToken("kept")))
+        try first.save(appEnvironment.current.with(\.session, UserSession(user: Account(id: 3, name: "Lin"), token: AuthToken("kept"))))
 
         let relaunched = try AppStorage.sessions(in: directory)
         let snapshot = try #require(try relaunched.load())

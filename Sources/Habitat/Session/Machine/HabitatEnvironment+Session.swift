@@ -20,7 +20,7 @@ extension HabitatEnvironment {
     ///   - token: The user's credential.
     @inlinable
     public mutating func setSession(user: App.User, token: AuthToken) {
-        session = UserSession(user: user, token: token, state: .authenticated)
+        setActive(UserSession(user: user, token: token, state: .authenticated))
         applySession()
     }
 
@@ -28,7 +28,7 @@ extension HabitatEnvironment {
     /// signed in.
     @inlinable
     public mutating func clearSession() {
-        session = nil
+        setActive(nil)
         applySession()
     }
 
@@ -38,41 +38,10 @@ extension HabitatEnvironment {
     ///   environment is unchanged then.
     @inlinable
     public mutating func setCurrentUser(_ user: App.User) throws(SessionError) {
-        guard session != nil else { throw .notLoggedIn(operation: "setCurrentUser") }
-        session?.user = user
+        guard var current = activeSession else { throw .notLoggedIn(operation: "setCurrentUser") }
+        current.user = user
+        setActive(current)
         applySession()
-    }
-
-    /// Returns a copy with `user` signed in; see ``setSession(user:token:)``.
-    /// - Parameters:
-    ///   - user: The user who signed in.
-    ///   - token: The user's credential.
-    /// - Returns: A copy with the new session.
-    @inlinable
-    public func settingSession(user: App.User, token: AuthToken) -> Self {
-        var copy = self
-        copy.setSession(user: user, token: token)
-        return copy
-    }
-
-    /// Returns a copy with nobody signed in; see ``clearSession()``.
-    /// - Returns: A copy without a session.
-    @inlinable
-    public func clearingSession() -> Self {
-        var copy = self
-        copy.clearSession()
-        return copy
-    }
-
-    /// Returns a copy whose signed-in user is `user`; see ``setCurrentUser(_:)``.
-    /// - Parameter user: The updated user.
-    /// - Returns: A copy with the new user.
-    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in.
-    @inlinable
-    public func settingCurrentUser(_ user: App.User) throws(SessionError) -> Self {
-        var copy = self
-        try copy.setCurrentUser(user)
-        return copy
     }
 }
 

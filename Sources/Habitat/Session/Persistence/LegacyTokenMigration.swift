@@ -27,7 +27,7 @@ extension SessionStore {
             } else {
                 guard let user = user() else { return .noUser }
                 var environment = environment
-                environment.session = UserSession(user: user, token: AuthToken(token), state: .restored)
+                environment.setActive(UserSession(user: user, token: AuthToken(token), state: .restored))
                 _ = try saveLocked(environment)
                 let readBack = try loadLocked()
                 if let problem = readBack?.tokenProblem { throw .store(problem) }

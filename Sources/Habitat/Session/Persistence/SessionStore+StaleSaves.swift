@@ -52,7 +52,7 @@ extension SessionStore {
             if movedPast(known, stored: stored, by: environment) {
                 let snapshot = try loadLocked(secretsReadable: true)
                 var merged = environment
-                merged.session = snapshot?.session
+                merged.setActive(snapshot?.session)
                 merged.otherAccounts = snapshot?.otherAccounts ?? []
                 let data = try encode(merged, pairID: stored.pairID, others: stored.others.mapValues(\.id))
                 do throws(StoreError) {
@@ -105,7 +105,7 @@ extension SessionStore {
             active = stored.active
         }
         var merged = environment
-        merged.session = accounts.first { $0.0 == active }?.1
+        merged.setActive(accounts.first { $0.0 == active }?.1)
         merged.otherAccounts = accounts.filter { $0.0 != active }.map(\.1)
         return merged
     }

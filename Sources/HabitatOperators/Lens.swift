@@ -1,3 +1,5 @@
+public import Habitat
+
 /// A first-class path into a value: how to read one part of it and how to return a copy with
 /// that part replaced.
 ///
@@ -92,5 +94,27 @@ extension Lens {
                 return outer.set(next.set(value, in: wrapped), in: root)
             }
         )
+    }
+}
+
+extension Updatable {
+    /// Returns a copy with the value `lens` focuses on set to `value`.
+    /// - Parameters:
+    ///   - lens: Where to write.
+    ///   - value: The new value.
+    /// - Returns: The changed copy.
+    @inlinable
+    public func with<Value>(_ lens: Lens<Self, Value>, _ value: Value) -> Self {
+        lens.set(value, in: self)
+    }
+
+    /// Returns a copy with the value `lens` focuses on transformed.
+    /// - Parameters:
+    ///   - lens: Where to read and write.
+    ///   - transform: Returns the new value from the old one.
+    /// - Returns: The changed copy.
+    @inlinable
+    public func over<Value>(_ lens: Lens<Self, Value>, _ transform: (Value) -> Value) -> Self {
+        lens.over(self, transform)
     }
 }
