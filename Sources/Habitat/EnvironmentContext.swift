@@ -2,7 +2,7 @@ import Foundation
 
 /// Where the process runs: the app itself, a test run, or an Xcode preview.
 ///
-/// A stack declared with ``EnvironmentStack/init(live:preview:fileID:line:)`` picks its base
+/// A stack declared with ``EnvironmentStack/init(live:preview:test:fileID:line:)`` picks its base
 /// by context: the live world in the app, the preview world in a preview, and in a test none
 /// at all, so that a test that forgets to install a test world is told so instead of quietly
 /// talking to live services.
@@ -52,9 +52,10 @@ public enum EnvironmentContext: String, Sendable, CaseIterable {
 /// declares the one conforming type, and a stack that must report a test's read of the live
 /// world finds it by name. Package-visible: not for apps.
 package protocol HabitatTestReporting: SendableMetatype {
-    /// A read in a test run reached the live world of `stack` ("the stack made at FILE:LINE")
-    /// while `openScopes` scopes of that stack were open in the process.
-    static func liveWorldReached(stack: String, openScopes: Int)
+    /// A read in a test run reached the base of `stack` ("the stack made at FILE:LINE") while
+    /// `openScopes` scopes of that stack were open in the process; `testWorld` says whether the
+    /// base is the stack's test world (otherwise it is the live one).
+    static func liveWorldReached(stack: String, openScopes: Int, testWorld: Bool)
 }
 
 /// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.

@@ -201,14 +201,14 @@ public struct NoConfig: DefaultConfig, Hashable {
 /// The schema of an app that injects services and nothing else: no user, no configuration.
 ///
 /// An app starts here without declaring a schema of its own:
-/// ``EnvironmentStack/init(live:fileID:line:)`` makes the stack from the services alone, and
+/// ``EnvironmentStack/init(live:test:fileID:line:)`` makes the stack from the services alone, and
 /// the stack's type is `EnvironmentStack<ServicesOnly<AppServices>>`. When the app adds a
 /// signed-in user or a configuration, it declares its own schema and names it instead.
 public enum ServicesOnly<Services: Sendable>: EnvironmentSchema {}
 
 extension EnvironmentStack {
     /// Creates the stack of an app that injects `live` services and nothing else, built only
-    /// where they are used, as ``init(live:preview:fileID:line:)`` builds a live world.
+    /// where they are used, as ``init(live:preview:test:fileID:line:)`` builds a live world.
     ///
     /// ```swift
     /// let appEnvironment = EnvironmentStack(live: AppServices.live)
@@ -216,16 +216,21 @@ extension EnvironmentStack {
     ///
     /// The schema is ``ServicesOnly``: no user, no configuration. An app that adds them
     /// declares an ``EnvironmentSchema`` and makes its stack with
-    /// ``init(live:preview:fileID:line:)``; tests written with the `services:` trait keep working.
+    /// ``init(live:preview:test:fileID:line:)``; tests written with the `services:` trait keep working.
     /// - Parameters:
     ///   - live: Builds the live services.
+    ///   - test: Builds the services a test run's reads get when a test installed no world
+    ///     (services whose endpoints fail, say), never the live ones; `nil` (the default) names
+    ///     none. See ``init(live:preview:test:fileID:line:)``.
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     public convenience init<Services: Sendable>(
         live: @autoclosure @escaping @Sendable () -> Services,
+        test: (@Sendable () -> Services)? = nil,
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) where App == ServicesOnly<Services> {
-        self.init(live: HabitatEnvironment(services: live()), fileID: fileID, line: line)
+        let test = test.map { test in { @Sendable in HabitatEnvironment<App>(services: test()) } }
+        self.init(live: HabitatEnvironment(services: live()), test: test, fileID: fileID, line: line)
     }
 }

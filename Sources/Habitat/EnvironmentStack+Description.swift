@@ -22,7 +22,8 @@ extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
 
     /// The stack's depth, whether someone is signed in on its top, and where the top frame came
     /// from (the calling task's scope, inside one); never the token, and of the user only the
-    /// `id`, when the app's user type is `Identifiable`, so logs carry no personal data.
+    /// account's name (``EnvironmentSchema/accountID(of:)``: the `id`, when the app's user type
+    /// is `Identifiable`), when it has one, so logs carry no personal data.
     ///
     /// ```swift
     /// print(appEnvironment)
@@ -32,13 +33,11 @@ extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
         let frames = withActiveState { $0.frames }
         let top = frames[frames.count - 1]
         let session = top.environment.session.map { session in
-            let who = (session.user as? any Identifiable).map { " as id \(Self.identity(of: $0))" } ?? ""
-            return "logged in\(who), \(session.state)"
+            let name = App.accountID(of: session.user)
+            return "logged in\(name.isEmpty ? "" : " as id \(name)"), \(session.state)"
         } ?? "logged out"
         return "EnvironmentStack<\(App.self)>(depth: \(frames.count), \(session); top: \(top.origin))"
     }
-
-    private static func identity<User: Identifiable>(of user: User) -> String { "\(user.id)" }
 
     /// What `dump` shows: the depth and the frames, top first, each with its origin, the fields
     /// it changed and its environment (not the storage behind them).

@@ -39,7 +39,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let liveScopes = AtomicWord(0)
     /// Scope states whose scopes ended, ready for the next `withEnvironment`.
     @usableFromInline let scopePool = Locked.make([StackState<App>]())
-    /// The live world, for a stack made with ``init(live:preview:fileID:line:)``.
+    /// The live world, for a stack made with ``init(live:preview:test:fileID:line:)``.
     @usableFromInline let live: LiveWorld<App>?
     /// Where to save after session and configuration changes, if anywhere.
     @usableFromInline let autosave = Autosave<App>()
@@ -74,9 +74,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     /// - **test**: none. Each test installs its own world (the `.environment` trait, or
     ///   `EnvironmentTestCase`). A read that finds no test world is reported as a test failure
     ///   naming the test and saying how to fix it, once per test; so is a read from work that
-    ///   escaped a test's scope (`Task.detached`, a `DispatchQueue` closure). Only then is the
-    ///   live world built, so the test can go on. A test that means to use live values starts
-    ///   its scope from ``liveEnvironment``.
+    ///   escaped a test's scope (`Task.detached`, a `DispatchQueue` closure). The read then gets
+    ///   the stack's test world, `test()`, and never the live one; only a stack that
+    ///   names no test world builds its live world then, so the test can go on, and the report
+    ///   says so. A test that means to use live values starts its scope from ``liveEnvironment``.
     ///
     /// The check costs nothing outside test runs: the app's reads take the same path as a
     /// stack made with ``init(_:fileID:line:)``, which is never checked.
@@ -85,23 +86,25 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///   - live: Builds the live world: real services, the real clock.
     ///   - preview: The world Xcode previews show, if it differs; like `live`, a value built only
     ///     where it is used (in a preview).
+    ///   - test: Builds the world a test run's reads get when a test installed none (services
+    ///     whose endpoints fail, say), built only there, once; `nil` (the default) names none.
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
     public init(
         live: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>,
         preview: @autoclosure @escaping @Sendable () -> HabitatEnvironment<App>? = nil,
+        test: (@Sendable () -> HabitatEnvironment<App>)? = nil,
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) {
         let context = EnvironmentContext.current
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
-        let world = LiveWorld(build: live, fenced: context == .test, fileID: fileID, line: line)
+        let world = LiveWorld(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
         self.live = world
-        let origin = FrameOrigin(.base, fileID: fileID, line: line)
         if context == .preview {
-            root = StackState(stackID: id, base: preview() ?? world.environment, origin: origin, liveScopes: nil)
+            root = StackState(stackID: id, base: preview() ?? world.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
         } else {
-            root = StackState(stackID: id, emptyBaseOrigin: origin)
+            root = StackState(stackID: id, emptyBaseOrigin: FrameOrigin(.base, fileID: fileID, line: line))
             // One scope that never ends, until the base is built (for good, in a test run): every
             // call looks for its task's scope, and the first that finds none builds the base.
             liveScopes.wrappingAdd(1, ordering: .acquiringAndReleasing)

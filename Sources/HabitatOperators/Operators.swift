@@ -1,5 +1,3 @@
-public import Habitat
-
 precedencegroup HabitatForwardApplication {
     associativity: left
     higherThan: AssignmentPrecedence

@@ -11,7 +11,7 @@ package enum TestContextReporter: HabitatTestReporting {
     /// Fails the test that read the live world of `stack`, once per test, at the test's own
     /// line; a read from work that escaped a test's scope is reported as "escaped scope", once
     /// per set of open test scopes, at the open test's declaration when only one is open.
-    package static func liveWorldReached(stack: String, openScopes: Int) {
+    package static func liveWorldReached(stack: String, openScopes: Int, testWorld: Bool) {
         let test = Test.current?.name ?? XCTestWatcher.shared.running
         let (scopes, soleScope) = OpenTestScopes.shared.snapshot
         let escaped = test == nil && openScopes > 0
@@ -19,8 +19,12 @@ package enum TestContextReporter: HabitatTestReporting {
             ? "escaped scope: \(stack) was read outside every scope, from work that left its test's task "
                 + "(Task.detached, a DispatchQueue closure)\(scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"). "
                 + "Capture `stack.current` before leaving the task, or re-enter with `stack.withEnvironment(captured) { ... }`."
-            : "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached the live world of \(stack): "
-                + "no test world is installed. To fix it, install a test world with `.environment(stack, services: ...)` "
+            : "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached "
+                + (testWorld
+                    ? "\(stack) with no test world installed: it got the stack's test world (`test:`), never the live one. "
+                    : "the live world of \(stack): no test world is installed, and the stack names no test world "
+                        + "(`EnvironmentStack(live:test:)`), so the live world was built. ")
+                + "To fix it, install a test world with `.environment(stack, services: ...)` "
                 + "on the test or its suite, or `EnvironmentTestCase` in XCTest; a test that means to use live values starts "
                 + "its scope from `stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off."
         let key = "\(stack) " + (escaped ? "escaped " + scopes.joined(separator: ",") : test ?? "outside every test")

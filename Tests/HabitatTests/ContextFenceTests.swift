@@ -105,6 +105,32 @@ struct ContextFenceTests {
         #expect(stack.liveWorldBuilds == 1, "built when reached, once")
     }
 
+    /// A stack that names its test world never gives a test its live world: a read without a
+    /// test world gets the test world, and the report says so.
+    @Test func aForgottenWorldGetsTheStacksTestWorldNeverTheLiveOne() async {
+        let (stack, line) = (EnvironmentStack<GreeterWorld>(
+            live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })),
+            test: { HabitatEnvironment(services: GreeterServices(greet: { "failing \($0)" })) }
+        ), #line - 3)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            #expect(stack.current.services.greet("Ada") == "failing Ada")
+            #expect(stack.current.services.greet("Grace") == "failing Grace")
+        }
+        #expect(stack.liveWorldBuilds == 0, "the live world is never built")
+        #expect(stack.liveEnvironment.services.greet("Ada") == "live Ada", "a test that asks for it still gets it")
+        #expect(reports.count == 1)
+        #expect(reports.first?.contains("with no test world installed: it got the stack's test world (`test:`), never the live one") == true)
+    }
+
+    @Test func aServicesOnlyStackNamesItsTestServices() async {
+        let (stack, line) = (EnvironmentStack(live: GreeterServices(greet: { "live \($0)" }), test: { GreeterServices(greet: { "failing \($0)" }) }), #line)
+        let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
+            #expect(stack.current.services.greet("Ada") == "failing Ada")
+        }
+        #expect(stack.liveWorldBuilds == 0)
+        #expect(reports.count == 1)
+    }
+
     /// The issue says what happened in its headline (not Swift Testing's generic "Issue
     /// recorded") and how to fix it in its comment.
     @Test func aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() {
@@ -114,7 +140,7 @@ struct ContextFenceTests {
         } matching: { issue in
             let headline = issue.error.map { "\($0)" } ?? ""
             return headline.hasPrefix("test aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() reached the live world of the stack made at ")
-                && headline.hasSuffix(": no test world is installed")
+                && headline.hasSuffix("no test world is installed, and the stack names no test world (`EnvironmentStack(live:test:)`), so the live world was built")
                 && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test world with `.environment(stack, services: ...)`") == true
         }
     }

@@ -8,9 +8,12 @@
 /// world comes here and is reported; the base is built so the test can go on.
 @usableFromInline
 final class LiveWorld<App: EnvironmentSchema>: Sendable {
-    let build: @Sendable () -> HabitatEnvironment<App>
-    let fileID: StaticString
-    let line: UInt
+    typealias Build = @Sendable () -> HabitatEnvironment<App>
+    let build: Build
+    /// The stack's test world, if it names one: what a fenced read gets instead of `build()`.
+    let test: Build?
+    /// "the stack made at FILE:LINE", for the reports.
+    let stack: String
     /// Whether reads of the base are fenced: a test run, for a stack made with `live:`.
     @usableFromInline let fenced: Bool
     /// 1 once the stack's base holds the live world: later calls that reach the root (unscoped
@@ -19,11 +22,11 @@ final class LiveWorld<App: EnvironmentSchema>: Sendable {
     /// The live world once built, and whether the one warning was printed.
     private let state = LockedBox<(built: HabitatEnvironment<App>?, warned: Bool)>((nil, false))
 
-    init(build: @escaping @Sendable () -> HabitatEnvironment<App>, fenced: Bool, fileID: StaticString, line: UInt) {
+    init(build: @escaping Build, test: Build?, fenced: Bool, fileID: StaticString, line: UInt) {
         self.build = build
+        self.test = test
         self.fenced = fenced
-        self.fileID = fileID
-        self.line = line
+        stack = "the stack made at \(fileID):\(line)"
     }
 
     /// The live world, built on the first call.
@@ -39,23 +42,27 @@ final class LiveWorld<App: EnvironmentSchema>: Sendable {
     /// How many times the live world was built: 0 or 1.
     var builds: Int { state.withLock { $0.built == nil ? 0 : 1 } }
 
+    /// The stack's base: in a test run, the stack's test world when it names one.
+    var base: HabitatEnvironment<App> { fenced ? test?() ?? environment : environment }
+
     /// Reports a read that reached the base in a test run: to HabitatTesting, which fails the
     /// test, or, in a process that doesn't link it, as one warning.
     func reportReach(openScopes: Int) {
-        let stack = "the stack made at \(fileID):\(line)"
-        if let testReporter { return testReporter.liveWorldReached(stack: stack, openScopes: openScopes) }
+        if let testReporter { return testReporter.liveWorldReached(stack: stack, openScopes: openScopes, testWorld: test != nil) }
         guard state.withLock({ state in defer { state.warned = true }; return !state.warned }) else { return }
-        print("[Habitat] warning: a read reached the live world of \(stack) in a test run, where no test world is installed")
+        print("[Habitat] warning: a read in a test run reached \(stack), with no test world installed: it got its \(test == nil ? "live" : "test") world")
     }
 }
 
 extension EnvironmentStack {
     /// The root, for a read or write that found no scope of this stack: in a test run, for a
-    /// stack with a fenced live world, the read is reported and the live base built.
+    /// stack with a fenced live world, the base is built (the stack's test world, or the live
+    /// one when it names none) and the read reported, saying which.
     @usableFromInline
     func rootReached() -> Unmanaged<StackState<App>> {
+        let root = filledRoot
         if let live, live.fenced { live.reportReach(openScopes: Int(liveScopes.load(ordering: .acquiring)) - 1) }
-        return Unmanaged.passUnretained(filledRoot)
+        return Unmanaged.passUnretained(root)
     }
 
     /// The root with its base filled, without reporting: for the stack's own machinery
@@ -63,7 +70,7 @@ extension EnvironmentStack {
     /// fills it ends the scope that made every call look for one.
     var filledRoot: StackState<App> {
         if let live, live.baseFilled.load(ordering: .acquiring) == 0 {
-            if root.fillBaseIfEmpty({ live.environment }), !live.fenced {
+            if root.fillBaseIfEmpty({ live.base }), !live.fenced {
                 liveScopes.wrappingSubtract(1, ordering: .acquiringAndReleasing)
             }
             live.baseFilled.store(1, ordering: .releasing)
