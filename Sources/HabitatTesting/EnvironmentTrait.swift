@@ -23,6 +23,20 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
     /// current one (the suite's, for a test's trait).
     let environment: (@Sendable () -> HabitatEnvironment<App>)?
     let change: @Sendable (inout HabitatEnvironment<App>) -> Void
+    /// Whether work the test started may outlive it unreported.
+    var allowsUnfinishedWork = false
+    /// Runs after the test, once the work it started has finished.
+    var teardown: (@Sendable () async throws -> Void)?
+
+    init(
+        stack: EnvironmentStack<App>,
+        environment: (@Sendable () -> HabitatEnvironment<App>)?,
+        change: @escaping @Sendable (inout HabitatEnvironment<App>) -> Void
+    ) {
+        self.stack = stack
+        self.environment = environment
+        self.change = change
+    }
 
     /// Applied to every test in a suite, each in its own scope.
     public var isRecursive: Bool { true }
@@ -33,17 +47,82 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         performing function: @Sendable () async throws -> Void
     ) async throws {
         let name = "\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))"
-        try await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
-            // NB: a whole environment never reads the stack: in a test run, the stack outside
-            // every test's scope is the live world, which a test must not reach.
-            if let environment {
-                var world = environment()
-                change(&world)
-                try await stack.withEnvironment(world) { try await function() }
-            } else {
-                try await stack.withEnvironment(change) { try await function() }
-            }
+        // NB: a whole environment never reads the stack: in a test run, the stack outside every
+        // test's scope is the live world, which a test must not reach.
+        let (work, outcome) = await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
+            await stack.withTestScope(environment, change) { try await function() }
         }
+        if work.isRunning, await !work.drained(within: .milliseconds(50)), !allowsUnfinishedWork, !test.isSuite {
+            UnfinishedWork.report(test)
+        }
+        if let teardown {
+            if await !work.drained(within: .seconds(10)), !allowsUnfinishedWork, !test.isSuite {
+                UnfinishedWork.report(test, afterWaiting: true)
+            }
+            try await teardown()
+        }
+        try outcome.get()
+    }
+
+    /// This trait, letting work the test starts in its scope (a `Task {}`) outlive the test
+    /// unreported: by default such work is an issue of the test, since it may write into the
+    /// next test's store or call its services.
+    ///
+    /// ```swift
+    /// @Test(.environment(appEnvironment, services: .stub).allowingUnfinishedWork())
+    /// func startsABackgroundSync() async { ... }
+    /// ```
+    /// - Returns: The changed trait.
+    public func allowingUnfinishedWork() -> Self {
+        var trait = self
+        trait.allowsUnfinishedWork = true
+        return trait
+    }
+
+    /// This trait, running `body` after each test (each argument, each repetition), once the
+    /// work the test started in its scope has finished (or after 10 seconds): to close a
+    /// database or flush a store the test's world used. It runs whether the test passed or not;
+    /// what it throws fails the test. Given twice, both run, in order.
+    ///
+    /// ```swift
+    /// @Test(.environment(appEnvironment, services: .stub).teardown { await database.close() })
+    /// func savesTheDraft() async throws { ... }
+    /// ```
+    /// - Parameter body: The teardown.
+    /// - Returns: The changed trait.
+    public func teardown(_ body: @escaping @Sendable () async throws -> Void) -> Self {
+        var trait = self
+        trait.teardown = { [previous = teardown] in
+            try await previous?()
+            try await body()
+        }
+        return trait
+    }
+}
+
+/// Work a test started in its scope that still runs at its end.
+enum UnfinishedWork {
+    /// Reports it as an issue of `test`, once per test.
+    static func report(_ test: Test, afterWaiting waited: Bool = false) {
+        let key = "unfinished \(test.id)"
+        guard Reported.shared.insert(key) else { return }
+        let message = "test \(test.name) left work running at its end\(waited ? " (still after 10 s, before its teardown)" : ""). "
+            + "A task started in its scope (`Task { }` copies the scope) may write into the next test's store or call "
+            + "its services. Await or cancel it before the test returns, or allow it with `.allowingUnfinishedWork()` on the trait."
+        WorldReport(message).record(at: test.sourceLocation)
+    }
+}
+
+extension ScopeWork {
+    /// Waits until the work has finished, for at most `limit`; returns whether it had.
+    func drained(within limit: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while isRunning {
+            guard clock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
     }
 }
 

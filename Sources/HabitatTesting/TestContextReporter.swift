@@ -129,7 +129,7 @@ package final class CapturedStackReports: Sendable {
 /// A report as Swift Testing shows it: its first sentence as the issue's headline (an issue
 /// recorded from an error is headlined with the error, one recorded with a comment only says
 /// "Issue recorded"), and the rest, how to fix it, as the comment.
-private struct WorldReport: Error, CustomStringConvertible {
+struct WorldReport: Error, CustomStringConvertible {
     let description: String
     let details: String
 
