@@ -65,6 +65,13 @@ let package = Package(
             ],
             path: "Growth"
         ),
+        // How fast another process's sign-out reaches a following stack, and an idle
+        // follower's wake-ups, with the store's change feed and with polling.
+        .executableTarget(
+            name: "habitat-follow",
+            dependencies: [.product(name: "Habitat", package: habitat)],
+            path: "Follow"
+        ),
         // Runs one operation N times for `instructions.sh`, which counts instructions with
         // callgrind: the stable figure where wall-clock times vary by 30-40% from run to run.
         .executableTarget(

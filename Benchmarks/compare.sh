@@ -27,6 +27,10 @@ for run in $(seq 1 "$runs"); do
     "$growth" $growth_flag > "$out/$run/growth.tsv"
 done
 
+# Following a store: another process's sign-out and idle wake-ups, change feed vs polling.
+swift build -c release --product habitat-follow >/dev/null
+"$(swift build -c release --show-bin-path)/habitat-follow" $growth_flag | tee "$out/follow.md"
+
 if [ $smoke = 1 ]; then
     python3 summarize.py --csv "$out"/*/*.csv --growth "$out"/*/growth.tsv --smoke
     exit

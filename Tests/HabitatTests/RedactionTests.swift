@@ -17,7 +17,7 @@ import Testing
     static let holdNoSecret: [String: String] = [
         "AuthState": "a case name", "AwaitingTokenResolution": "an outcome and a store error",
         "EnvironmentChangeKind": "a name", "EnvironmentContext": "a case name",
-        "FrameOrigin": "a file and a line", "Lens": "two closures", "NoConfig": "empty", "NoUser": "empty", "ServicesOnly": "no values",
+        "FrameOrigin": "a file and a line", "Lens": "two closures", "NoConfig": "empty", "NoUser": "empty", "ServicesOnly": "no values", "StoreObservation": "a closure that stops a feed",
         "WorldBasics": "a clock and a place", "StoreKey": "a key's name", "LazyService": "a service, built by the app",
         "LazyServiceError": "a message", "KeychainAccessibility": "a case name", "KeychainStatus": "status numbers",
         "Device": "a case name", "JSONFileStore": "snapshots, which never hold the token",

@@ -8,11 +8,24 @@ public import Foundation
 /// ```
 public final class InMemoryStore: KeyValueStore {
     private let values: LockedBox<[String: Data]>
+    /// The change feeds' callbacks, by observation.
+    private let observers = LockedBox<[ObjectIdentifier: @Sendable () -> Void]>([:])
 
     /// Creates a store holding `values`.
     /// - Parameter values: The initial contents; empty by default.
     public init(_ values: [String: Data] = [:]) {
         self.values = LockedBox(values)
+    }
+
+    /// Calls `onChange` after each write to this store, on a utility queue.
+    /// - Parameter onChange: Called after a write.
+    /// - Returns: The observation.
+    public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
+        let token = ObservationToken()
+        observers.withLock { $0[ObjectIdentifier(token)] = onChange }
+        return StoreObservation { [observers] in
+            _ = observers.withLock { $0.removeValue(forKey: ObjectIdentifier(token)) }
+        }
     }
 
     public func data(forKey key: String) throws(StoreError) -> Data? {
@@ -25,6 +38,9 @@ public final class InMemoryStore: KeyValueStore {
                 values[key] = data
             }
         }
+        for observer in observers.withLock({ Array($0.values) }) {
+            DispatchQueue.global(qos: .utility).async(execute: observer)
+        }
     }
 
     public func keys() throws(StoreError) -> [String] {
@@ -36,3 +52,6 @@ public final class InMemoryStore: KeyValueStore {
         values.withLock { $0 }
     }
 }
+
+/// An observation's identity, alive while it is.
+private final class ObservationToken: Sendable {}

@@ -98,6 +98,33 @@ public final class JSONFileStore: KeyValueStore {
         }
     }
 
+    /// Calls `onChange` when the file may have changed, by this process or another: the kernel
+    /// tells (inotify on Linux, a directory source on Apple platforms), so an idle observation
+    /// wakes nobody. It watches the file's directory, so it goes on through the atomic
+    /// replacement every write is, and through the file's deletion and re-creation.
+    ///
+    /// When the kernel refuses the watch (Linux's watch limit reached, `ENOSPC`; too many open
+    /// files), it returns `nil`, so followers poll, and says so once per process on standard
+    /// error.
+    /// - Parameter onChange: Called after a change, on a utility queue.
+    /// - Returns: The observation, or `nil` when the kernel refused the watch.
+    public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
+        switch DirectoryWatch.start(name, in: directory, onChange: onChange) {
+        case .success(let watch):
+            return StoreObservation { watch.cancel() }
+        case .failure(let refused):
+            if Self.refusalReported.withLock({ reported in defer { reported = true }; return !reported }) {
+                FileHandle.standardError.write(Data(
+                    "[Habitat] can't watch \(directory.path) for changes (\(refused.reason)): followers of it poll instead\n".utf8
+                ))
+            }
+            return nil
+        }
+    }
+
+    /// Whether a refused watch was reported, so it is reported once.
+    private static let refusalReported = LockedBox(false)
+
     public func data(forKey key: String) throws(StoreError) -> Data? {
         try readDocument()[key]
     }

@@ -32,9 +32,49 @@ public protocol KeyValueStore: Sendable {
     /// Every key that has a value.
     /// - Throws: ``StoreError`` when the store can't be read.
     func keys() throws(StoreError) -> [String]
+
+    /// Calls `onChange` whenever the store's contents may have changed, by this process or
+    /// another, until the returned observation is stopped: the store's change feed.
+    ///
+    /// A follower of the store (``EnvironmentStack/followStore(_:checkingEvery:)``) uses it
+    /// instead of polling. ``JSONFileStore`` watches its file through the kernel (inotify on
+    /// Linux, a directory source on Apple platforms), ``InMemoryStore`` calls back after its own
+    /// writes, ``ScopedStore`` forwards its base's feed. The default, for a store that can't
+    /// tell, returns `nil`: followers then poll. `onChange` may be called for changes that
+    /// don't alter anything, and calls may be coalesced; it runs on a queue of the store's.
+    /// - Parameter onChange: Called after a change.
+    /// - Returns: The running observation, or `nil` when the store can't tell.
+    func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation?
+}
+
+/// A running change feed of a store (``KeyValueStore/observeChanges(_:)``): it stops when
+/// stopped or released.
+public final class StoreObservation: Sendable {
+    private let stopping: LockedBox<(@Sendable () -> Void)?>
+
+    /// Creates an observation that runs `stop` once, when stopped or released.
+    /// - Parameter stop: Ends the feed.
+    public init(stop: @escaping @Sendable () -> Void) {
+        stopping = LockedBox(stop)
+    }
+
+    /// Ends the feed: `onChange` is not called after this returns, except by a call already
+    /// under way.
+    public func stop() {
+        stopping.withLock { $0.take() }?()
+    }
+
+    deinit { stop() }
 }
 
 extension KeyValueStore {
+    /// `nil`: a store that can't tell when it changes; its followers poll.
+    /// - Parameter onChange: Never called.
+    /// - Returns: `nil`.
+    public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
+        nil
+    }
+
     /// Stores `data` under `key`, or removes the key when `data` is `nil`.
     /// - Parameters:
     ///   - data: The new data, or `nil` to remove the key.

@@ -37,6 +37,13 @@ public struct ScopedStore: KeyValueStore {
         try base.data(forKey: prefix + key)
     }
 
+    /// The base's change feed: any change of the base, not only this namespace's.
+    /// - Parameter onChange: Called after a change.
+    /// - Returns: The base's observation, or `nil` when the base can't tell.
+    public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
+        base.observeChanges(onChange)
+    }
+
     public func write(_ changes: [String: Data?]) throws(StoreError) {
         var prefixed: [String: Data?] = [:]
         for (key, data) in changes { prefixed[prefix + key] = data }

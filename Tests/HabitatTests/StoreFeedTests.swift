@@ -1,0 +1,163 @@
+import Foundation
+@testable import Habitat
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Counts the calls of a change feed, and waits for them.
+final class FeedCalls: Sendable {
+    private let count = LockedBox(0)
+
+    func record() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+
+    /// Waits until the feed was called more than `before` times, for at most two seconds.
+    func waitBeyond(_ before: Int) async -> Bool {
+        for _ in 0..<2_000 where value <= before {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return value > before
+    }
+}
+
+/// The stores' change feeds: a file store's comes from the kernel and survives whatever happens
+/// to the file; followers use it, wake nobody while idle, and fall back to polling when the
+/// kernel refuses a watch.
+@Suite(.timeLimit(.minutes(1))) struct StoreFeedTests {
+    @Test func aFileStoresFeedSeesAnotherInstancesAtomicWrites() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("store.json")
+        let watched = try JSONFileStore(url: url)
+        let calls = FeedCalls()
+        let observation = try #require(watched.observeChanges { calls.record() })
+        let writer = try JSONFileStore(url: url)
+        for round in 1...3 {
+            let before = calls.value
+            try writer.setData(Data("\(round)".utf8), forKey: "k")
+            #expect(await calls.waitBeyond(before), "round \(round): the atomic replacement was seen")
+        }
+        observation.stop()
+        try await Task.sleep(for: .milliseconds(50))
+        let stopped = calls.value
+        try writer.setData(Data("after".utf8), forKey: "k")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(calls.value == stopped, "a stopped feed calls nobody")
+    }
+
+    @Test func theFeedGoesOnThroughDeletionAndRecreationAndARenamedDirectory() async throws {
+        let parent = try TemporaryDirectory()
+        let original = parent.file("store")
+        let url = original.appendingPathComponent("store.json")
+        let watched = try JSONFileStore(url: url)
+        try watched.setData(Data("1".utf8), forKey: "k")
+        let calls = FeedCalls()
+        let observation = try #require(watched.observeChanges { calls.record() })
+        defer { observation.stop() }
+
+        var before = calls.value
+        #expect(unlink(url.path) == 0)
+        #expect(await calls.waitBeyond(before), "the file's deletion")
+        before = calls.value
+        try watched.setData(Data("2".utf8), forKey: "k")
+        #expect(await calls.waitBeyond(before), "its re-creation")
+
+        let moved = parent.file("moved")
+        #expect(rename(original.path, moved.path) == 0)
+        try await Task.sleep(for: .milliseconds(50))
+        before = calls.value
+        // The store writes through the directory it opened: the renamed one, still watched.
+        try watched.setData(Data("3".utf8), forKey: "k")
+        #expect(await calls.waitBeyond(before), "a write after the directory was renamed")
+        #expect(try JSONFileStore(url: moved.appendingPathComponent("store.json")).data(forKey: "k") == Data("3".utf8))
+    }
+
+    @Test func otherFilesInTheDirectoryDontWakeTheFeed() async throws {
+        let directory = try TemporaryDirectory()
+        let watched = try JSONFileStore(url: directory.file("store.json"))
+        let neighbour = try JSONFileStore(url: directory.file("other.json"))
+        let calls = FeedCalls()
+        let observation = try #require(watched.observeChanges { calls.record() })
+        defer { observation.stop() }
+        try neighbour.setData(Data("x".utf8), forKey: "k")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(calls.value == 0)
+    }
+
+    @Test func anInMemoryStoreCallsBackAfterItsWritesAndAScopedStoreForwardsItsBase() async throws {
+        let store = InMemoryStore()
+        let calls = FeedCalls()
+        let observation = try #require(store.scoped(to: "user").observeChanges { calls.record() })
+        try store.setData(Data("1".utf8), forKey: "k")
+        #expect(await calls.waitBeyond(0))
+        observation.stop()
+        #expect(MockFreeStore().observeChanges { calls.record() } == nil, "a store that can't tell offers no feed")
+    }
+
+    @Test func fiftyFollowersOnOneStoreAllSeeALogoutWithoutPolling() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        let app = makeStack()
+        app.login(user: .ada, token: AuthToken("t1"))
+        try app.save(to: sessions)
+
+        let followers = try (0..<50).map { _ in
+            let stack = makeStack()
+            try stack.restore(from: try sharedSessions(in: directory.url))
+            return (stack, stack.followStore(try sharedSessions(in: directory.url), checkingEvery: .seconds(3_600)))
+        }
+        #expect(followers.allSatisfy { $0.1.usesChangeFeed })
+        #expect(followers.allSatisfy { $0.0.current.currentUser == .ada })
+
+        try app.logout(savingTo: sessions)
+        for _ in 0..<2_000 where !followers.allSatisfy({ $0.0.current.session == nil }) {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(followers.allSatisfy { $0.0.current.session == nil }, "every follower saw the logout")
+        for (_, follower) in followers { follower.stop() }
+    }
+
+    @Test func anIdleFollowerWakesNobodyAndAPollingOneWakesEveryInterval() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        let fed = makeStack().followStore(sessions, checkingEvery: .milliseconds(20))
+        let polling = makeStack().followStore(SessionStore(store: MockFreeStore(), secrets: InMemorySecretStore()), checkingEvery: .milliseconds(20))
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(fed.usesChangeFeed && !polling.usesChangeFeed)
+        #expect(fed.checks <= 1, "the feed's one check at start, then nothing: \(fed.checks)")
+        #expect(polling.checks >= 10, "polling checks every 20 ms: \(polling.checks)")
+        fed.stop()
+        polling.stop()
+    }
+
+    @Test func aRefusedWatchFallsBackToPollingAndStillFollows() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        let resolved = try #require(realpath(directory.path, nil).map { path in defer { free(path) }; return String(cString: path) })
+        DirectoryWatch.refused.withLock { _ = $0.insert(resolved) }
+        defer { _ = DirectoryWatch.refused.withLock { $0.remove(resolved) } }
+
+        let app = makeStack()
+        let follower = makeStack()
+        let following = follower.followStore(sessions, checkingEvery: .milliseconds(10))
+        #expect(!following.usesChangeFeed, "the kernel refused the watch: the follower polls")
+        app.login(user: .grace, token: AuthToken("t"))
+        try app.save(to: sessions)
+        for _ in 0..<2_000 where follower.current.currentUser != .grace {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(follower.current.currentUser == .grace)
+        following.stop()
+    }
+}
+
+/// A store that can't tell when it changes: the default feed, `nil`.
+struct MockFreeStore: KeyValueStore {
+    let base = InMemoryStore()
+    func data(forKey key: String) throws(StoreError) -> Data? { try base.data(forKey: key) }
+    func write(_ changes: [String: Data?]) throws(StoreError) { try base.write(changes) }
+    func keys() throws(StoreError) -> [String] { try base.keys() }
+}
