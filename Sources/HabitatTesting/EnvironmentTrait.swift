@@ -27,6 +27,8 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
     var allowsUnfinishedWork = false
     /// Runs after the test, once the work it started has finished.
     var teardown: (@Sendable () async throws -> Void)?
+    /// How long the teardown waits for the test's work.
+    var drainLimit = Duration.seconds(10)
 
     init(
         stack: EnvironmentStack<App>,
@@ -56,8 +58,8 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
             UnfinishedWork.report(test)
         }
         if let teardown {
-            if await !work.drained(within: .seconds(10)), !allowsUnfinishedWork, !test.isSuite {
-                UnfinishedWork.report(test, afterWaiting: true)
+            if await !work.drained(within: drainLimit), !allowsUnfinishedWork, !test.isSuite {
+                UnfinishedWork.report(test, afterWaiting: drainLimit)
             }
             try await teardown()
         }
@@ -80,18 +82,22 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
     }
 
     /// This trait, running `body` after each test (each argument, each repetition), once the
-    /// work the test started in its scope has finished (or after 10 seconds): to close a
-    /// database or flush a store the test's world used. It runs whether the test passed or not;
-    /// what it throws fails the test. Given twice, both run, in order.
+    /// work the test started in its scope has finished (or after `limit`): to close a database
+    /// or flush a store the test's world used. It runs whether the test passed or not; what it
+    /// throws fails the test. Given twice, both run, in order.
     ///
     /// ```swift
     /// @Test(.environment(appEnvironment, services: .stub).teardown { await database.close() })
     /// func savesTheDraft() async throws { ... }
     /// ```
-    /// - Parameter body: The teardown.
+    /// - Parameters:
+    ///   - limit: How long to wait for the test's work; 10 seconds by default. Work still
+    ///     running then is reported (unless allowed), and the teardown runs anyway.
+    ///   - body: The teardown.
     /// - Returns: The changed trait.
-    public func teardown(_ body: @escaping @Sendable () async throws -> Void) -> Self {
+    public func teardown(waitingAtMost limit: Duration = .seconds(10), _ body: @escaping @Sendable () async throws -> Void) -> Self {
         var trait = self
+        trait.drainLimit = limit
         trait.teardown = { [previous = teardown] in
             try await previous?()
             try await body()
@@ -103,10 +109,10 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
 /// Work a test started in its scope that still runs at its end.
 enum UnfinishedWork {
     /// Reports it as an issue of `test`, once per test.
-    static func report(_ test: Test, afterWaiting waited: Bool = false) {
+    static func report(_ test: Test, afterWaiting waited: Duration? = nil) {
         let key = "unfinished \(test.id)"
         guard Reported.shared.insert(key) else { return }
-        let message = "test \(test.name) left work running at its end\(waited ? " (still after 10 s, before its teardown)" : ""). "
+        let message = "test \(test.name) left work running at its end\(waited.map { " (still after \($0), before its teardown)" } ?? ""). "
             + "A task started in its scope (`Task { }` copies the scope) may write into the next test's store or call "
             + "its services. Await or cancel it before the test returns, or allow it with `.allowingUnfinishedWork()` on the trait."
         WorldReport(message).record(at: test.sourceLocation)

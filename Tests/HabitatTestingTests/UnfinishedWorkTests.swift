@@ -50,9 +50,11 @@ final class Flag: @unchecked Sendable {
     @Test func theTeardownRunsAfterTheWorkHasDrained() async throws {
         let test = try #require(Test.current)
         let log = Flag()
+        // NB: a minute, not the default 10 s: in a loaded run (the thread sanitizer, every test at
+        // once) the task may wait that long for a thread of the cooperative pool.
         let trait = trait.allowingUnfinishedWork()
-            .teardown { log.append("first teardown") }
-            .teardown { log.append("second teardown") }
+            .teardown(waitingAtMost: .seconds(60)) { log.append("first teardown") }
+            .teardown(waitingAtMost: .seconds(60)) { log.append("second teardown") }
         try await trait.provideScope(for: test, testCase: Test.Case.current) {
             Task {
                 try? await Task.sleep(for: .milliseconds(200))

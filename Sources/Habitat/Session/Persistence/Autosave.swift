@@ -19,13 +19,13 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
         /// Reads the state to save, when the save starts; `nil` once the stack is gone.
         let read: @Sendable () -> HabitatEnvironment<App>?
         /// Takes the stored session, when a save found the store had moved past the stack's.
-        let adopt: @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
+        let adopt: @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
 
         init(
             sessions: SessionStore<App>,
             onError: @escaping @Sendable (SnapshotError) -> Void,
             read: @escaping @Sendable () -> HabitatEnvironment<App>?,
-            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
+            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
         ) {
             self.sessions = sessions
             self.onError = onError
@@ -130,21 +130,26 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     func save(
         _ read: () -> HabitatEnvironment<App>?,
         to sessions: SessionStore<App>,
-        adopt: (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Void
+        adopt: (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
     ) throws(SnapshotError) {
-        // NB: the knowledge first, then the environment. The follower records what it saw of the
-        // store before it adopts that into the stack, so an environment read after the knowledge
-        // is never older than it. Read the other way round, a follower adopting a refresh from
-        // another process in between made an old token look current, and the save wrote it back
-        // over the refresh (seen once in CI: AccountProcessTests, under the thread sanitizer).
+        // NB: the knowledge first, then the environment. The follower and the restore record what
+        // they saw of the store only after the stack took it, so an environment read after the
+        // knowledge is never older than it. Read the other way round, a follower adopting a
+        // refresh from another process in between made an old token look current, and the save
+        // wrote it back over the refresh (seen once in CI: AccountProcessTests, under the thread
+        // sanitizer); recorded the other way round, so did a save between the two.
         let known = knowledge
         guard let environment = read() else { return }
         switch try sessions.save(environment, known: known) {
         case .saved(let now):
             if let now { knowledge = now }
         case .adopted(let stored, let others, let now):
-            knowledge = now
-            adopt(stored, others, environment.session?.token.secret)
+            // NB: the knowledge only when the stack took what was saved: when a change made here
+            // since superseded it, the stack still holds what it read, and knowing the newer
+            // store would make its next save take the accounts it didn't take for its own
+            // changes, and write them back over the store's (a refresh undone, seen under load:
+            // AccountProcessTests). Knowing the older store, that save merges again.
+            if adopt(stored, others, environment.session?.token.secret) { knowledge = now }
         }
     }
 
@@ -209,7 +214,7 @@ extension EnvironmentStack {
         autosave.enable(.init(
             sessions: sessions, onError: onError,
             read: { [weak self] in self?.filledRoot.topEnvironment },
-            adopt: { [weak self] stored, others, replacing in self?.adoptStoredSession(stored, others: others, replacing: replacing) }
+            adopt: { [weak self] stored, others, replacing in self?.adoptStoredSession(stored, others: others, replacing: replacing) ?? false }
         ))
     }
 
@@ -232,8 +237,11 @@ extension EnvironmentStack {
 
     /// Takes `stored`, the session the store holds, and the `others` beside it, if the stack's session is still the one
     /// (token `replacing`) that the store moved past; a change made since wins.
-    func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) {
-        run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line)
+    /// Takes the store's accounts, unless the stack's session changed since it held
+    /// `replacing`; returns whether it took them.
+    @discardableResult
+    func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) -> Bool {
+        run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line).isApplied
     }
 
     /// Called after a session or configuration transition committed.

@@ -66,8 +66,13 @@ extension EnvironmentStack {
             return
         }
         if snapshot?.accounts.isAwaitingToken == true { return }
-        autosave.knowledge = snapshot?.known ?? stored
-        adoptStoredSession(snapshot?.session, others: snapshot?.otherAccounts ?? [], replacing: filledRoot.topEnvironment.session?.token.secret)
+        // NB: the knowledge after the stack took the store's accounts, and only then (see
+        // `Autosave.save`): a save that reads the knowledge first never finds it newer than
+        // the environment it reads next. Superseded by a change made here, the next check, or
+        // the next save's merge, takes the store's change.
+        if adoptStoredSession(snapshot?.session, others: snapshot?.otherAccounts ?? [], replacing: filledRoot.topEnvironment.session?.token.secret) {
+            autosave.knowledge = snapshot?.known ?? stored
+        }
     }
 }
 

@@ -38,8 +38,9 @@ extension EnvironmentStack {
         line: UInt = #line
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
         guard let snapshot = try sessions.load() else { return nil }
-        if let known = snapshot.known { autosave.knowledge = known }
         run(.restored(snapshot), fileID: fileID, line: line)
+        // NB: after the stack holds it (see `Autosave.save`).
+        if let known = snapshot.known { autosave.knowledge = known }
         return snapshot
     }
 }
