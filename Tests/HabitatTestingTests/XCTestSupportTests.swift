@@ -144,3 +144,20 @@ final class EnvironmentTestCaseWithoutSetUpTests: EnvironmentTestCase<TestingApp
         XCTAssertEqual(AppEnvironment.current.services.label, "live")
     }
 }
+
+/// What this toolchain does with one framework's assertion inside the other's test: it drops it.
+/// A canary: when a toolchain reports them (Swift Testing's XCTest interoperability), these tests
+/// fail, and the Testing article's paragraph on mixing the two must change. Habitat's own
+/// reports never depend on it: they go to whichever framework runs the test
+/// (`XCTestFailureReportingTests`, `UnimplementedTests`).
+@Suite struct FrameworkInteropCanaryTests {
+    @Test func anXCTFailInsideASwiftTestingTestIsDroppedHere() {
+        XCTFail("dropped by this toolchain: if this fails a test, the toolchain reports XCTest assertions in Swift Testing")
+    }
+}
+
+final class SwiftTestingInsideXCTestCanaryTests: XCTestCase {
+    func testAnExpectationInsideAnXCTestIsDroppedHere() {
+        #expect(Bool(false), "dropped by this toolchain: if this fails a test, the toolchain reports Swift Testing inside XCTest")
+    }
+}
