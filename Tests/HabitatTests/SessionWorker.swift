@@ -17,6 +17,9 @@
 //                                      print "logged out"
 //     sign-in-out-loop DIR FIRST       sign user FIRST in, save, log out, save, then FIRST + 1...
 //                                      forever, printing "in N" / "out N" after each save
+//     follow-print DIR                 restore DIR's session, follow the store (its change feed)
+//                                      and print "user NAME" (or "user none") after each change,
+//                                      "ready" first
 //     config-loop DIR                  restore once, then change the configuration and save,
 //                                      forever: a second process that never signs in or out
 //     accounts-loop DIR FIRST          several accounts on DIR's session: restore, then forever
@@ -127,6 +130,17 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
                     return .refreshed(token: AuthToken("token-\(n)"))
                 }
                 FileHandle.standardOutput.write(Data("refreshed \(n)\n".utf8))
+            }
+        case ("follow-print", 2):
+            let stack = makeStack()
+            let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
+            try stack.restore(from: sessions)
+            let changes = stack.changes
+            let following = stack.followStore(sessions)
+            defer { following.stop() }
+            FileHandle.standardOutput.write(Data("ready \(following.usesChangeFeed ? "feed" : "polling")\n".utf8))
+            for await change in changes {
+                FileHandle.standardOutput.write(Data("user \(change.new.currentUser?.name ?? "none")\n".utf8))
             }
         case ("logout", 2):
             let stack = makeStack()

@@ -161,3 +161,64 @@ struct MockFreeStore: KeyValueStore {
     func write(_ changes: [String: Data?]) throws(StoreError) { try base.write(changes) }
     func keys() throws(StoreError) -> [String] { try base.keys() }
 }
+
+/// A following process that is stopped (`SIGSTOP`) while the store changes several times, and
+/// then resumed, takes the store's latest state: the kernel kept the events for it.
+@Suite(.timeLimit(.minutes(1))) struct StoppedFollowerTests {
+    @Test(.enabled(if: canRunFixtures))
+    func aStoppedFollowerTakesTheLatestStateWhenResumed() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        let app = makeStack()
+        app.login(user: .ada, token: AuthToken("t0"))
+        try app.save(to: sessions)
+
+        let follower = sessionWorker("follow-print", directory.path)
+        let output = Pipe()
+        follower.standardOutput = output
+        try follower.run()
+        defer {
+            _ = kill(follower.processIdentifier, SIGKILL)
+            follower.waitUntilExit()
+        }
+        let lines = LineReader(output.fileHandleForReading)
+        #expect(lines.next() == "ready feed")
+
+        #expect(kill(follower.processIdentifier, SIGSTOP) == 0)
+        app.logout()
+        try app.save(to: sessions)
+        app.login(user: .grace, token: AuthToken("t1"))
+        try app.save(to: sessions)
+        app.login(user: .ada, token: AuthToken("t2"))
+        try app.save(to: sessions)
+        app.login(user: .grace, token: AuthToken("t3"))
+        try app.save(to: sessions)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(kill(follower.processIdentifier, SIGCONT) == 0)
+
+        // Whatever it printed on the way, the follower ends on the store's latest state.
+        var last: String?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while last != "user Grace", ContinuousClock.now < deadline, let line = lines.next() { last = line }
+        #expect(last == "user Grace", "the resumed follower took the latest sign-in")
+    }
+}
+
+/// Lines from a pipe, read a byte at a time (the worker writes short lines).
+final class LineReader: Sendable {
+    let handle: FileHandle
+
+    init(_ handle: FileHandle) {
+        self.handle = handle
+    }
+
+    func next() -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(handle.fileDescriptor, &byte, 1) == 1 {
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return nil
+    }
+}
