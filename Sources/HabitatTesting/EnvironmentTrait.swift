@@ -29,6 +29,8 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
     var teardown: (@Sendable () async throws -> Void)?
     /// How long the teardown waits for the test's work.
     var drainLimit = Duration.seconds(10)
+    /// The store the test names for its saves and restores; a fresh in-memory one when `nil`.
+    var namedSessions: SessionStore<App>?
 
     init(
         stack: EnvironmentStack<App>,
@@ -51,9 +53,14 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         let name = "\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))"
         // NB: a whole environment never reads the stack: in a test run, the stack outside every
         // test's scope is the live world, which a test must not reach.
-        let (work, outcome) = await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
-            await stack.withTestScope(environment, change) { try await function() }
+        // The test's own storage: the stack's saves and restores in its scope go there.
+        let storage = TestStorage<App>(sessions: namedSessions ?? .inMemory())
+        let (work, outcome) = await TestStorageBinding.$current.withValue(storage) {
+            await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
+                await stack.withTestScope(environment, change) { try await function() }
+            }
         }
+        storage.end()
         if work.isRunning, await !work.drained(within: .milliseconds(50)), !allowsUnfinishedWork, !test.isSuite {
             UnfinishedWork.report(test)
         }
@@ -64,6 +71,21 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
             try await teardown()
         }
         try outcome.get()
+    }
+
+    /// This trait, with the test's saves and restores going to `sessions`, used as named,
+    /// instead of a fresh in-memory store: for a test of what lands in a file, say.
+    ///
+    /// By default each test gets a store of its own, in memory with an in-memory secret store:
+    /// inside the test's scope, the stack's `save(to:)`, `restore(from:)` (and so
+    /// `restoreAtLaunch(from:)` and `logout(savingTo:)`) and autosave go there, whatever store
+    /// the app's code names, and `testLedger` lists them (see ``TestLedger``).
+    /// - Parameter sessions: The store the test's saves and restores go to.
+    /// - Returns: The changed trait.
+    public func sessions(_ sessions: SessionStore<App>) -> Self {
+        var trait = self
+        trait.namedSessions = sessions
+        return trait
     }
 
     /// This trait, letting work the test starts in its scope (a `Task {}`) outlive the test

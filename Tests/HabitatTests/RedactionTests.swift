@@ -29,6 +29,7 @@ import Testing
         "MockKeyValueStore": "snapshots", "WriteKind": "a case name", "KeychainCalls": "four closures",
         "KeychainItem": "a service, an account and a group", "Call": "a call's item and status, never its data",
         "LegacyTokenMigration": "an outcome", "SessionError": "account names",
+        "TestLedger": "snapshots: their tokens print redacted (TestStorageTests checks it)", "Entry": "a TestLedger entry, as above",
         "ObservableEnvironment": "main-actor mirror of the session: covered by UserSession (macOS 14+)",
     ]
 

@@ -195,7 +195,9 @@ extension EnvironmentStack {
     ///
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
     /// made inside a ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` scope
-    /// are never saved either.
+    /// are never saved either, except in a test's scope made by HabitatTesting's `.environment`
+    /// trait: there, autosave is the test's own, and saves each change at once to the test's own
+    /// store, never to `sessions` (HabitatTesting's `testLedger` lists what it saved).
     ///
     /// ```swift
     /// appEnvironment.enableAutosave(to: sessions) { error in
@@ -210,6 +212,8 @@ extension EnvironmentStack {
         to sessions: SessionStore<App>,
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
+        // In a test's scope, autosave is the test's: it saves to the test's own storage.
+        if let storage = TestStorage<App>.current { return storage.enableAutosave() }
         // NB: weak, as the stack owns its autosave.
         autosave.enable(.init(
             sessions: sessions, onError: onError,
@@ -247,7 +251,9 @@ extension EnvironmentStack {
     /// Called after a session or configuration transition committed.
     @inlinable
     func didTransition() {
-        if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }
+        if _slowPath(autosave.enabled.load(ordering: .acquiring) | testAutosaving.load(ordering: .acquiring) != 0) {
+            autosaveIfUnscoped()
+        }
     }
 
     /// The autosave store, when autosave is on and the calling task acts on the app's stack
@@ -258,7 +264,13 @@ extension EnvironmentStack {
 
     @usableFromInline
     func autosaveIfUnscoped() {
-        guard scopedStateUnretained() == nil else { return }
-        autosave.requestSave()
+        guard scopedStateUnretained() == nil else {
+            // A test's autosave: saved at once, to the test's storage, and recorded.
+            if let storage = TestStorage<App>.current, storage.autosaves, (try? storage.sessions.save(current)) != nil {
+                storage.recordSave()
+            }
+            return
+        }
+        if autosave.enabled.load(ordering: .acquiring) != 0 { autosave.requestSave() }
     }
 }

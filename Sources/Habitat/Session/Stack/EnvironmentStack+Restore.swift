@@ -6,7 +6,14 @@ extension EnvironmentStack {
     /// - Parameter sessions: Where to save.
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
     public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
-        try autosave.save({ current }, to: sessions) { stored, others, replacing in adoptStoredSession(stored, others: others, replacing: replacing) }
+        // In a test's scope, to the test's own storage (see `TestStorage`).
+        if let storage = TestStorage<App>.current {
+            try storage.sessions.save(current)
+            return storage.recordSave()
+        }
+        try autosave.save({ current }, to: sessions) { stored, others, replacing in
+            adoptStoredSession(stored, others: others, replacing: replacing)
+        }
     }
 
     /// Restores a saved session and configuration into the current environment.
@@ -37,10 +44,14 @@ extension EnvironmentStack {
         fileID: StaticString = #fileID,
         line: UInt = #line
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
-        guard let snapshot = try sessions.load() else { return nil }
+        // In a test's scope, from the test's own storage (see `TestStorage`).
+        let storage = TestStorage<App>.current
+        let snapshot = try (storage?.sessions ?? sessions).load()
+        storage?.record(.restored(snapshot))
+        guard let snapshot else { return nil }
         run(.restored(snapshot), fileID: fileID, line: line)
-        // NB: after the stack holds it (see `Autosave.save`).
-        if let known = snapshot.known { autosave.knowledge = known }
+        // NB: after the stack holds it (see `Autosave.save`); never a test's store.
+        if storage == nil, let known = snapshot.known { autosave.knowledge = known }
         return snapshot
     }
 }

@@ -1,0 +1,106 @@
+import Foundation
+import Habitat
+import HabitatTesting
+import Testing
+
+enum LedgerApp: EnvironmentSchema {
+    typealias Services = HabitatTestingTests.Services
+    typealias User = HabitatTestingTests.User
+}
+
+let ledgerEnvironment = EnvironmentStack<LedgerApp>(live: HabitatEnvironment(services: Services()))
+
+/// The store an app names for its sessions: files in a directory of its own (here a temporary
+/// one, so a failure of the quarantine can't touch anything real).
+func appSessionStore() throws -> (SessionStore<LedgerApp>, URL) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("habitat-ledger-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    let sessions = SessionStore<LedgerApp>(
+        store: try JSONFileStore(url: directory.appendingPathComponent("session.json")),
+        secrets: try FileSecretStore(directory: directory.appendingPathComponent("secrets"))
+    )
+    return (sessions, directory)
+}
+
+let ada = User(id: 1, name: "Ada")
+let grace = User(id: 2, name: "Grace")
+
+/// Inside a test's scope the stack saves and restores through a store of the test's own, and
+/// the test reads what its code saved and restored, in order.
+@Suite struct TestStorageTests {
+    @Test(.environment(ledgerEnvironment, services: Services()))
+    func autosaveInATestSavesToTheTestsOwnStoreAndTheLedgerSaysWhat() throws {
+        let (appSessions, directory) = try appSessionStore()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        ledgerEnvironment.enableAutosave(to: appSessions)
+        ledgerEnvironment.login(user: ada, token: AuthToken("t1"))
+        #expect(ledgerEnvironment.testLedger.saved.last?.session?.user == ada)
+        #expect(ledgerEnvironment.testLedger.saved.last?.session?.token == AuthToken("t1"))
+        ledgerEnvironment.logout()
+        #expect(ledgerEnvironment.testLedger.saved.count == 2)
+        #expect(ledgerEnvironment.testLedger.saved.last?.session == nil, "the logout's save: signed out")
+        #expect(try appSessions.load() == nil, "the app's store was never written")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("session.json").path))
+    }
+
+    @Test(.environment(ledgerEnvironment, services: Services()))
+    func aSecondLaunchInTheTestRestoresWhatTheFirstSaved() throws {
+        let (appSessions, directory) = try appSessionStore()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(ledgerEnvironment.restoreAtLaunch(from: appSessions).snapshot == nil, "a fresh store: nothing saved")
+        ledgerEnvironment.login(user: grace, token: AuthToken("t2"))
+        try ledgerEnvironment.save(to: appSessions)
+        ledgerEnvironment.logout()
+        let relaunch = ledgerEnvironment.restoreAtLaunch(from: appSessions)
+        #expect(relaunch.snapshot?.session?.user == grace)
+        #expect(ledgerEnvironment.current.currentUser == grace)
+        let entries = ledgerEnvironment.testLedger
+        #expect(entries.restored.count == 2)
+        #expect(entries.restored.first! == nil && entries.restored.last??.session?.user == grace)
+        #expect(entries.saved.map { $0.session?.user } == [grace])
+    }
+
+    @Test(.environment(ledgerEnvironment, services: Services()), arguments: 1...6)
+    func parallelTestsNeverSeeEachOthersSaves(id: Int) throws {
+        let (appSessions, directory) = try appSessionStore()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let me = User(id: id, name: "User \(id)")
+        ledgerEnvironment.login(user: me, token: AuthToken("t\(id)"))
+        try ledgerEnvironment.save(to: appSessions)
+        ledgerEnvironment.logout()
+        #expect(ledgerEnvironment.restoreAtLaunch(from: appSessions).snapshot?.session?.user == me)
+        #expect(ledgerEnvironment.testLedger.saved.count == 1)
+    }
+
+    static let named = SessionStore<LedgerApp>.inMemory()
+
+    @Test(.environment(ledgerEnvironment, services: Services()).sessions(named))
+    func aStoreTheTestNamesIsUsedAsNamed() throws {
+        let (appSessions, directory) = try appSessionStore()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        ledgerEnvironment.login(user: ada, token: AuthToken("t3"))
+        try ledgerEnvironment.save(to: appSessions)
+        #expect(try Self.named.load()?.session?.user == ada)
+        #expect(try appSessions.load() == nil)
+        #expect(ledgerEnvironment.testLedger.saved.count == 1)
+    }
+
+    @Test(.environment(ledgerEnvironment, services: Services()))
+    func theLedgerNeverPrintsATokensSecret() throws {
+        let (appSessions, directory) = try appSessionStore()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        ledgerEnvironment.login(user: ada, token: AuthToken("ledger-secret-9f2c"))
+        try ledgerEnvironment.save(to: appSessions)
+        let ledger = ledgerEnvironment.testLedger
+        var dumped = ""
+        dump(ledger, to: &dumped)
+        for text in [String(describing: ledger), String(reflecting: ledger), dumped, "\(ledger.entries)"] {
+            #expect(!text.contains("ledger-secret-9f2c"))
+        }
+        #expect(ledger.saved.last?.session?.token.secret == "ledger-secret-9f2c", "the secret is there, for assertions")
+    }
+
+    @Test func outsideATestsScopeTheLedgerIsEmpty() {
+        #expect(ledgerEnvironment.testLedger.entries.isEmpty)
+    }
+}
