@@ -53,15 +53,17 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     }
 
     private let state = LockedBox(State())
-    /// 1 while a target is set, so transitions skip autosave with one load when it is off.
+    /// How many reasons transitions have to look for a save: 1 while a target is set, plus one
+    /// per test whose own autosave is on for this stack (see `TestStorage`). Transitions skip
+    /// autosave with one load when it is 0.
     @usableFromInline let enabled = AtomicWord(0)
 
     init() {}
 
     func enable(_ target: Target) {
         state.withLock {
+            if $0.target == nil { enabled.wrappingAdd(1, ordering: .acquiringAndReleasing) }
             $0.target = target
-            enabled.store(1, ordering: .releasing)
         }
     }
 
@@ -73,8 +75,8 @@ final class Autosave<App: EnvironmentSchema>: Sendable {
     /// Stops saving later changes; a save already asked for still happens.
     func disable() {
         state.withLock {
+            if $0.target != nil { enabled.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
             $0.target = nil
-            enabled.store(0, ordering: .releasing)
         }
     }
 
@@ -213,7 +215,7 @@ extension EnvironmentStack {
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
         // In a test's scope, autosave is the test's: it saves to the test's own storage.
-        if let storage = TestStorage<App>.current { return storage.enableAutosave() }
+        if let storage = TestStorage<App>.current { return storage.enableAutosave(on: autosave) }
         // NB: weak, as the stack owns its autosave.
         autosave.enable(.init(
             sessions: sessions, onError: onError,
@@ -251,9 +253,7 @@ extension EnvironmentStack {
     /// Called after a session or configuration transition committed.
     @inlinable
     func didTransition() {
-        if _slowPath(autosave.enabled.load(ordering: .acquiring) | testAutosaving.load(ordering: .acquiring) != 0) {
-            autosaveIfUnscoped()
-        }
+        if _slowPath(autosave.enabled.load(ordering: .acquiring) != 0) { autosaveIfUnscoped() }
     }
 
     /// The autosave store, when autosave is on and the calling task acts on the app's stack
@@ -266,11 +266,11 @@ extension EnvironmentStack {
     func autosaveIfUnscoped() {
         guard scopedStateUnretained() == nil else {
             // A test's autosave: saved at once, to the test's storage, and recorded.
-            if let storage = TestStorage<App>.current, storage.autosaves, (try? storage.sessions.save(current)) != nil {
+            if let storage = TestStorage<App>.current, storage.autosaves(autosave), (try? storage.sessions.save(current)) != nil {
                 storage.recordSave()
             }
             return
         }
-        if autosave.enabled.load(ordering: .acquiring) != 0 { autosave.requestSave() }
+        autosave.requestSave()
     }
 }

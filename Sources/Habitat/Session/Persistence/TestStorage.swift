@@ -15,7 +15,8 @@ package final class TestStorage<App: EnvironmentSchema>: Sendable {
 
     /// Where the test's saves and restores go.
     package let sessions: SessionStore<App>
-    private let state = LockedBox<(entries: [Entry], autosaves: Bool)>(([], false))
+    /// The entries, and the autosaves (of the stacks) the test turned on.
+    private let state = LockedBox<(entries: [Entry], autosaves: [ObjectIdentifier: Autosave<App>])>(([], [:]))
 
     package init(sessions: SessionStore<App> = .inMemory()) {
         self.sessions = sessions
@@ -33,18 +34,22 @@ package final class TestStorage<App: EnvironmentSchema>: Sendable {
         record(.saved((try? sessions.load()) ?? nil))
     }
 
-    /// Turns the test's autosave on: its transitions save to its storage.
-    func enableAutosave() {
-        let first = state.withLock { state in defer { state.autosaves = true }; return !state.autosaves }
-        if first { testAutosaving.wrappingAdd(1, ordering: .acquiringAndReleasing) }
+    /// Turns the test's autosave on for the stack that owns `autosave`: that stack's
+    /// transitions in the test's scope save to the test's storage.
+    func enableAutosave(on autosave: Autosave<App>) {
+        let first = state.withLock { $0.autosaves.updateValue(autosave, forKey: ObjectIdentifier(autosave)) == nil }
+        if first { autosave.enabled.wrappingAdd(1, ordering: .acquiringAndReleasing) }
     }
 
-    var autosaves: Bool { state.withLock { $0.autosaves } }
+    /// Whether the test turned autosave on for the stack that owns `autosave`.
+    func autosaves(_ autosave: Autosave<App>) -> Bool {
+        state.withLock { $0.autosaves[ObjectIdentifier(autosave)] != nil }
+    }
 
-    /// Ends the test: its autosave, if on, stops counting.
+    /// Ends the test: its autosaves stop.
     package func end() {
-        let was = state.withLock { state in defer { state.autosaves = false }; return state.autosaves }
-        if was { testAutosaving.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+        let autosaves = state.withLock { state in defer { state.autosaves = [:] }; return state.autosaves.values }
+        for autosave in autosaves { autosave.enabled.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
     }
 
     /// The calling task's test storage for this app, if it runs in a test's scope.
@@ -56,6 +61,3 @@ package final class TestStorage<App: EnvironmentSchema>: Sendable {
 package enum TestStorageBinding {
     @TaskLocal package static var current: (any Sendable & AnyObject)?
 }
-
-/// How many tests have autosave on in their storage.
-@usableFromInline let testAutosaving = AtomicWord(0)
