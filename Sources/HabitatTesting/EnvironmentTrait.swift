@@ -54,7 +54,7 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         // NB: a whole environment never reads the stack: in a test run, the stack outside every
         // test's scope is the live world, which a test must not reach.
         // The test's own storage: the stack's saves and restores in its scope go there.
-        let storage = TestStorage<App>(sessions: namedSessions ?? .inMemory())
+        let storage = TestStorage<App>(named: namedSessions)
         let (work, outcome) = await TestStorageBinding.$current.withValue(storage) {
             await OpenTestScopes.shared.with(name, at: test.sourceLocation) {
                 await stack.withTestScope(environment, change) { try await function() }
@@ -73,13 +73,13 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         try outcome.get()
     }
 
-    /// This trait, with the test's saves and restores going to `sessions`, used as named,
-    /// instead of a fresh in-memory store: for a test of what lands in a file, say.
+    /// This trait, with every save and restore of the test's going to `sessions`, used as
+    /// named: for a test of what lands in a file, say.
     ///
-    /// By default each test gets a store of its own, in memory with an in-memory secret store:
-    /// inside the test's scope, the stack's `save(to:)`, `restore(from:)` (and so
-    /// `restoreAtLaunch(from:)` and `logout(savingTo:)`) and autosave go there, whatever store
-    /// the app's code names, and `testLedger` lists them (see ``TestLedger``).
+    /// By default, inside the test's scope, the stack's `save(to:)`, `restore(from:)` (and so
+    /// `restoreAtLaunch(from:)` and `logout(savingTo:)`) and autosave aimed at a durable store
+    /// (a file, user defaults: the app's real one) go to a fresh in-memory store of the test's
+    /// own, and a store in memory is used as named; `testLedger` lists them (see ``TestLedger``).
     /// - Parameter sessions: The store the test's saves and restores go to.
     /// - Returns: The changed trait.
     public func sessions(_ sessions: SessionStore<App>) -> Self {

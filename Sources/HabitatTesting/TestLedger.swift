@@ -1,11 +1,14 @@
 public import Habitat
 
-/// What a test's code saved and restored through the stack, in order: the test's own storage's
-/// record (see ``EnvironmentTrait``). Inside a test's scope made by the `.environment` trait,
-/// the stack's `save(to:)`, `restore(from:)` (and so `restoreAtLaunch(from:)` and
-/// `logout(savingTo:)`) and autosave go to a store of the test's own, fresh, in memory, whatever
-/// store the app's code names, so a test never writes the app's files or Keychain, and tests
-/// in parallel never see each other's saves.
+/// What a test's code saved and restored through the stack, in order (see ``EnvironmentTrait``).
+///
+/// Inside a test's scope made by the `.environment` trait, the stack's `save(to:)`,
+/// `restore(from:)` (and so `restoreAtLaunch(from:)` and `logout(savingTo:)`) and autosave,
+/// when aimed at a durable store (a file, user defaults: the app's real one), go to a store of
+/// the test's own instead, fresh and in memory, with an in-memory secret store: a test never
+/// writes the app's files or Keychain, and tests in parallel never see each other's saves. A
+/// store in memory is the test's own and is used as named; `.sessions(store)` on the trait names
+/// the store every save and restore goes to. Each is in the ledger, whichever store it reached.
 ///
 /// ```swift
 /// @Test(.environment(appEnvironment, services: .stub))

@@ -100,6 +100,18 @@ let grace = User(id: 2, name: "Grace")
         #expect(ledger.saved.last?.session?.token.secret == "ledger-secret-9f2c", "the secret is there, for assertions")
     }
 
+    @Test(.environment(ledgerEnvironment, services: Services()))
+    func aStoreInMemoryIsTheTestsOwnAndUsedAsNamed() throws {
+        let mine = SessionStore<LedgerApp>.inMemory()
+        ledgerEnvironment.enableAutosave(to: mine)
+        ledgerEnvironment.login(user: grace, token: AuthToken("t4"))
+        #expect(try mine.load()?.session?.user == grace, "autosaved, at once, to the store the test gave")
+        try ledgerEnvironment.save(to: mine)
+        ledgerEnvironment.logout()
+        #expect(try mine.load()?.session == nil)
+        #expect(ledgerEnvironment.testLedger.saved.map { $0.session?.user } == [grace, grace, nil])
+    }
+
     @Test func outsideATestsScopeTheLedgerIsEmpty() {
         #expect(ledgerEnvironment.testLedger.entries.isEmpty)
     }

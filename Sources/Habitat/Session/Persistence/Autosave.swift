@@ -198,8 +198,9 @@ extension EnvironmentStack {
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
     /// made inside a ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` scope
     /// are never saved either, except in a test's scope made by HabitatTesting's `.environment`
-    /// trait: there, autosave is the test's own, and saves each change at once to the test's own
-    /// store, never to `sessions` (HabitatTesting's `testLedger` lists what it saved).
+    /// trait: there, autosave is the test's own and saves each change at once, to `sessions` when
+    /// it is in memory, and to a store of the test's own instead of a file or user defaults
+    /// (HabitatTesting's `testLedger` lists what it saved).
     ///
     /// ```swift
     /// appEnvironment.enableAutosave(to: sessions) { error in
@@ -215,7 +216,7 @@ extension EnvironmentStack {
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
         // In a test's scope, autosave is the test's: it saves to the test's own storage.
-        if let storage = TestStorage<App>.current { return storage.enableAutosave(on: autosave) }
+        if let storage = TestStorage<App>.current { return storage.enableAutosave(on: autosave, to: storage.resolve(sessions)) }
         // NB: weak, as the stack owns its autosave.
         autosave.enable(.init(
             sessions: sessions, onError: onError,
@@ -266,8 +267,8 @@ extension EnvironmentStack {
     func autosaveIfUnscoped() {
         guard scopedStateUnretained() == nil else {
             // A test's autosave: saved at once, to the test's storage, and recorded.
-            if let storage = TestStorage<App>.current, storage.autosaves(autosave), (try? storage.sessions.save(current)) != nil {
-                storage.recordSave()
+            if let storage = TestStorage<App>.current, let target = storage.autosaveTarget(autosave), (try? target.save(current)) != nil {
+                storage.recordSave(to: target)
             }
             return
         }

@@ -8,8 +8,9 @@ extension EnvironmentStack {
     public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
         // In a test's scope, to the test's own storage (see `TestStorage`).
         if let storage = TestStorage<App>.current {
-            try storage.sessions.save(current)
-            return storage.recordSave()
+            let target = storage.resolve(sessions)
+            try target.save(current)
+            return storage.recordSave(to: target)
         }
         try autosave.save({ current }, to: sessions) { stored, others, replacing in
             adoptStoredSession(stored, others: others, replacing: replacing)
@@ -46,7 +47,7 @@ extension EnvironmentStack {
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
         // In a test's scope, from the test's own storage (see `TestStorage`).
         let storage = TestStorage<App>.current
-        let snapshot = try (storage?.sessions ?? sessions).load()
+        let snapshot = try (storage?.resolve(sessions) ?? sessions).load()
         storage?.record(.restored(snapshot))
         guard let snapshot else { return nil }
         run(.restored(snapshot), fileID: fileID, line: line)
