@@ -20,16 +20,14 @@ extension HabitatEnvironment {
     ///   - token: The user's credential.
     @inlinable
     public mutating func setSession(user: App.User, token: AuthToken) {
-        setActive(UserSession(user: user, token: token, state: .authenticated))
-        applySession()
+        session = UserSession(user: user, token: token, state: .authenticated)
     }
 
     /// Signs the current user out, in place; ``SessionDependent`` services are told nobody is
     /// signed in.
     @inlinable
     public mutating func clearSession() {
-        setActive(nil)
-        applySession()
+        session = nil
     }
 
     /// Replaces the signed-in user, in place, keeping the token and the auth state.
@@ -40,8 +38,7 @@ extension HabitatEnvironment {
     public mutating func setCurrentUser(_ user: App.User) throws(SessionError) {
         guard var current = activeSession else { throw .notLoggedIn(operation: "setCurrentUser") }
         current.user = user
-        setActive(current)
-        applySession()
+        session = current
     }
 }
 

@@ -171,7 +171,6 @@ enum SessionMachine<App: EnvironmentSchema> {
 
     /// Where a refresh of the account named `name` (the active one when `nil`) stands, looking at
     /// `accounts`, the stack's now.
-    @usableFromInline
     enum RefreshStep {
         /// No such account: answer ``SessionRefreshOutcome/notLoggedIn``.
         case notLoggedIn
@@ -183,7 +182,6 @@ enum SessionMachine<App: EnvironmentSchema> {
         case join(Session)
     }
 
-    @inlinable
     static func refreshStep(_ accounts: some SignedInAccounts<App>, account name: String?, expecting expected: AuthToken?) -> RefreshStep {
         guard let session = accounts.session(named: name) else { return .notLoggedIn }
         if session.state == .awaitingToken { return .completeToken }

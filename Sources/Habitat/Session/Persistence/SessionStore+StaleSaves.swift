@@ -52,8 +52,7 @@ extension SessionStore {
             if movedPast(known, stored: stored, by: environment) {
                 let snapshot = try loadLocked(secretsReadable: true)
                 var merged = environment
-                merged.setActive(snapshot?.session)
-                merged.otherAccounts = snapshot?.otherAccounts ?? []
+                merged.setAll(active: snapshot?.session, others: snapshot?.otherAccounts ?? [])
                 let data = try encode(merged, pairID: stored.pairID, others: stored.others.mapValues(\.id))
                 do throws(StoreError) {
                     try store.setData(data, forKey: key)
@@ -88,7 +87,7 @@ extension SessionStore {
         func secret(_ name: String, in session: KnownSession) -> String? {
             name == session.active ? session.secret : session.others[name]?.secret
         }
-        let storedAccounts = ([snapshot?.session].compactMap { $0 } + (snapshot?.otherAccounts ?? [])).map { (App.accountID(of: $0.user), $0) }
+        let storedAccounts = (snapshot?.accounts.allSessions ?? []).map { (App.accountID(of: $0.user), $0) }
         var accounts = environment.accounts.map { (App.accountID(of: $0.user), $0) }
         let knownNames = Set(known.others.keys).union(known.active.map { [$0] } ?? [])
         accounts = accounts.compactMap { name, session in
@@ -105,8 +104,7 @@ extension SessionStore {
             active = stored.active
         }
         var merged = environment
-        merged.setActive(accounts.first { $0.0 == active }?.1)
-        merged.otherAccounts = accounts.filter { $0.0 != active }.map(\.1)
+        merged.setAll(active: accounts.first { $0.0 == active }?.1, others: accounts.filter { $0.0 != active }.map(\.1))
         return merged
     }
 
