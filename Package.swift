@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "Habitat", targets: ["Habitat"]),
+        .library(name: "HabitatPersistence", targets: ["HabitatPersistence"]),
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
         .library(name: "HabitatTesting", targets: ["HabitatTesting"]),
         .library(name: "HabitatKeychain", targets: ["HabitatKeychain"]),
@@ -18,20 +19,23 @@ let package = Package(
         // it supports, without requiring macOS 15 / iOS 18 for `Synchronization`.
         .target(name: "_HabitatShims"),
         .target(name: "Habitat", dependencies: ["_HabitatShims"]),
+        // Sessions that outlive the process: stores, secret stores, snapshots, autosave, restore,
+        // following another process, refresh. An app that keeps nothing doesn't link it.
+        .target(name: "HabitatPersistence", dependencies: ["Habitat"]),
         .target(name: "HabitatOperators", dependencies: ["Habitat"]),
         // The Keychain secret store, a product of its own: its Apple binding can't break the
-        // `Habitat` module, and apps that keep tokens elsewhere don't link it.
-        .target(name: "HabitatKeychain", dependencies: ["Habitat"]),
+        // other modules, and apps that keep tokens elsewhere don't link it.
+        .target(name: "HabitatKeychain", dependencies: ["HabitatPersistence"]),
         // Mocks and test helpers; the only target that imports XCTest and Testing.
-        .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatKeychain"]),
+        .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatPersistence", "HabitatKeychain"]),
 
-        .target(name: "SessionDemoKit", dependencies: ["Habitat"], path: "Examples/SessionDemoKit"),
+        .target(name: "SessionDemoKit", dependencies: ["Habitat", "HabitatPersistence"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
         // NB: tests that need a child process run a fixture test of the test bundle itself
         // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatTesting", "HabitatKeychain", "HabitatOperators"]),
-        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatTesting"]),
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatKeychain", "HabitatOperators"]),
+        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         // Habitat beside the modules an Apple app imports (stand-ins for Security, SwiftUI,
         // Alamofire...) is checked by a package of its own, Tests/Compatibility, which CI runs.

@@ -30,6 +30,7 @@ let package = Package(
             name: "BenchSupport",
             dependencies: [
                 .product(name: "Habitat", package: habitat),
+                .product(name: "HabitatPersistence", package: habitat),
                 // NB: `Dependencies` only, never `DependenciesMacros`: the macros pull in
                 // swift-syntax, about 12 minutes of release build on these machines.
                 .product(name: "Dependencies", package: "swift-dependencies"),
@@ -61,6 +62,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport", "BenchHeap",
                 .product(name: "Habitat", package: habitat),
+                .product(name: "HabitatPersistence", package: habitat),
                 .product(name: "Dependencies", package: "swift-dependencies"),
             ],
             path: "Growth"
@@ -69,7 +71,7 @@ let package = Package(
         // follower's wake-ups, with the store's change feed and with polling.
         .executableTarget(
             name: "habitat-follow",
-            dependencies: [.product(name: "Habitat", package: habitat)],
+            dependencies: [.product(name: "Habitat", package: habitat), .product(name: "HabitatPersistence", package: habitat)],
             path: "Follow"
         ),
         // Runs one operation N times for `instructions.sh`, which counts instructions with

@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "FuzzMain", path: "FuzzMain"),
         .executableTarget(
             name: "fuzz-store-document",
-            dependencies: ["FuzzMain", .product(name: "Habitat", package: habitat)],
+            dependencies: ["FuzzMain", .product(name: "Habitat", package: habitat), .product(name: "HabitatPersistence", package: habitat)],
             path: "FuzzStoreDocument",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),

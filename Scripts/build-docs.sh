@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of Habitat, HabitatTesting and HabitatKeychain with the toolchain's own tools
+# Builds the DocC documentation of Habitat, HabitatPersistence, HabitatTesting and HabitatKeychain with the toolchain's own tools
 # (symbol graphs from the compiler, then `docc convert`), and fails on any DocC warning.
 #
 #     bash Scripts/build-docs.sh [OUTPUT-DIR]     # default: .build-docc/
@@ -13,16 +13,16 @@ swift build --target HabitatTesting --scratch-path .build-docc-build >/dev/null
 bin=$(swift build --scratch-path .build-docc-build --show-bin-path)
 extract=$(command -v swift-symbolgraph-extract || echo "$(dirname "$(command -v swift)")/swift-symbolgraph-extract")
 triple=$(swift -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')
-for module in Habitat HabitatTesting HabitatKeychain; do
+for module in Habitat HabitatPersistence HabitatTesting HabitatKeychain; do
     "$extract" -module-name "$module" -target "$triple" -I "$bin/Modules" \
         -module-cache-path "$bin/ModuleCache" \
         -Xcc -fmodule-map-file="$bin/_HabitatShims.build/module.modulemap" \
         -Xcc -I -Xcc "$PWD/Sources/_HabitatShims/include" \
-        -minimum-access-level public -output-dir "$graphs"
+        -minimum-access-level public -emit-extension-block-symbols -output-dir "$graphs"
 done
 docc=$(command -v docc || echo "$(dirname "$(command -v swift)")/docc")
 status=0
-for module in Habitat HabitatTesting HabitatKeychain; do
+for module in Habitat HabitatPersistence HabitatTesting HabitatKeychain; do
     module_graphs="$out/$module-graphs"
     mkdir -p "$module_graphs"
     # NB: a module's graph also holds the symbols of the modules it re-exports (HabitatTesting

@@ -254,11 +254,11 @@ def generate():
         app.mkdir(exist_ok=True)
         for source in app_sources:
             shutil.copy(source, app / source.name) if not (app / source.name).exists() else None
-        targets.append(f'        .target(name: "{name}App", dependencies: [habitat, keychain], path: "{name}App"),')
+        targets.append(f'        .target(name: "{name}App", dependencies: [habitat, persistence, keychain], path: "{name}App"),')
         if main_code:
             program.mkdir(exist_ok=True)
             (program / "main.swift").write_text("\n\n".join(main_code) + "\n")
-            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}App", habitat, keychain], path: "{name}Program"),')
+            targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}App", habitat, persistence, keychain], path: "{name}Program"),')
             programs.append(f"{name}Program")
         if tests.exists():
             targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}App", testing], path: "{name}Tests"),')
@@ -275,6 +275,7 @@ import PackageDescription
 
 let habitat: Target.Dependency = .product(name: "Habitat", package: "{package}")
 let testing: Target.Dependency = .product(name: "HabitatTesting", package: "{package}")
+let persistence: Target.Dependency = .product(name: "HabitatPersistence", package: "{package}")
 let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{package}")
 
 let package = Package(
@@ -298,7 +299,7 @@ def check_apple(apple, report):
     targets = []
     for app in sorted(OUT.glob("*App")):
         shutil.copytree(app, APPLE_OUT / app.name)
-        targets.append(f'        .target(name: "{app.name}", dependencies: [habitat, keychain], path: "{app.name}"),')
+        targets.append(f'        .target(name: "{app.name}", dependencies: [habitat, persistence, keychain], path: "{app.name}"),')
     for number, (name, code) in enumerate(apple):
         (APPLE_OUT / f"{name}App" / f"AppleOnly{number:02}.swift").write_text(code)
     write_package(APPLE_OUT, targets)

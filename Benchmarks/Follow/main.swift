@@ -13,6 +13,7 @@
 
 import Foundation
 import Habitat
+import HabitatPersistence
 #if canImport(Glibc)
 import Glibc
 #endif

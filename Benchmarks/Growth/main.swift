@@ -12,6 +12,7 @@ import BenchSupport
 import Dependencies
 import Foundation
 import Habitat
+import HabitatPersistence
 
 let smoke = CommandLine.arguments.contains("--smoke")
 

@@ -12,6 +12,7 @@ import BenchSupport
 import Dependencies
 import Foundation
 import Habitat
+import HabitatPersistence
 import Swinject
 
 let stack = EnvironmentStack<BenchApp>(makeEnvironment())

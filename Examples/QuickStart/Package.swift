@@ -21,6 +21,7 @@ let package = Package(
     targets: [
         .target(name: "MyApp", dependencies: [
             .product(name: "Habitat", package: habitat),
+            .product(name: "HabitatPersistence", package: habitat),   // the session kept between launches
             .product(name: "HabitatKeychain", package: habitat),   // the Keychain store, on Apple platforms
         ]),
         .executableTarget(name: "my-app", dependencies: ["MyApp"]),

@@ -2,6 +2,7 @@
 
 public import Foundation
 public import Habitat
+public import HabitatPersistence
 
 // MARK: The demo app's world
 

@@ -28,6 +28,7 @@ let package = Package(
             name: "AppCore",
             dependencies: [
                 .product(name: "Habitat", package: habitat),
+                .product(name: "HabitatPersistence", package: habitat),
                 .product(name: "HabitatKeychain", package: habitat),
             ],
             swiftSettings: mainActorByDefault

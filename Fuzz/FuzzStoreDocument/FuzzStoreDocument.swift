@@ -4,7 +4,8 @@
 // that reads the same (a write never produces what a read refuses).
 
 import Foundation
-@_spi(Testing) import Habitat
+import Habitat
+@_spi(Testing) import HabitatPersistence
 
 struct FuzzUser: Codable, Sendable { var id: Int; var name: String }
 struct FuzzConfig: Codable, Sendable { var timeout: Int; var flags: [String: String] }

@@ -85,7 +85,7 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     @inlinable public static var userUpdated: Self { Self("userUpdated") }
     /// The configuration changed.
     @inlinable public static var configUpdated: Self { Self("configUpdated") }
-    /// A saved session and configuration were restored (see ``EnvironmentStack/restore(from:fileID:line:)``).
+    /// A saved session and configuration were restored (see `EnvironmentStack.restore(from:)`).
     @inlinable public static var restore: Self { Self("restore") }
     /// The session store changed under the stack: another process, or another stack on the same
     /// store, logged out, logged in or rotated the token, and this stack took the stored session
@@ -98,7 +98,7 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     /// change's kind.
     @inlinable public static var scope: Self { Self("scope") }
     /// A restored session was refreshed (see
-    /// ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)``).
+    /// `EnvironmentStack.refreshSession(account:using:)`).
     @inlinable public static var refresh: Self { Self("refresh") }
 
     /// The kind's name.

@@ -55,8 +55,8 @@ public protocol EnvironmentSchema: SendableMetatype {
     /// - Returns: The updated services.
     static func services(_ services: Services, for session: UserSession<User>?) -> Services
 
-    /// The name that tells one signed-in account from another (see <doc:PersistenceAndSessions>,
-    /// "Several accounts").
+    /// The name that tells one signed-in account from another (see HabitatPersistence's
+    /// Persistence and sessions article, "Several accounts").
     ///
     /// You rarely implement this: when `User` is `Identifiable`, the default is its `id`
     /// (`"\(user.id)"`); otherwise every user is the same account, `""`, so signing one in

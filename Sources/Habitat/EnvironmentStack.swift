@@ -41,10 +41,8 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let scopePool = Locked.make([StackState<App>]())
     /// The live world, for a stack made with ``init(live:preview:test:fileID:line:)``.
     @usableFromInline let live: LiveWorld<App>?
-    /// Where to save after session and configuration changes, if anywhere.
-    @usableFromInline let autosave = Autosave<App>()
-    /// The session refreshes in flight on this stack and its scopes.
-    @usableFromInline let refreshes = RefreshFlights<App.User>()
+    /// What the persistence product keeps on the stack: autosave, refreshes in flight.
+    @usableFromInline package let attachments = StackAttachments<App>()
 
     /// Creates a stack whose base is `base`.
     ///

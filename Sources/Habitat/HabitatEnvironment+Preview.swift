@@ -6,7 +6,7 @@ extension HabitatEnvironment {
     ///
     /// Give the stack its preview world where the app declares it, beside the live one; a
     /// preview then never builds a live SDK. Services that keep data get in-memory stores
-    /// (``InMemoryStore``, ``InMemorySecretStore``) here, so a preview writes nothing to disk.
+    /// (`InMemoryStore`, `InMemorySecretStore`) here, so a preview writes nothing to disk.
     ///
     /// ```swift
     /// let appEnvironment = EnvironmentStack<AppWorld>(

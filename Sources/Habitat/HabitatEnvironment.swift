@@ -22,10 +22,10 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// The app's dependencies: API client, analytics, storage.
     public var services: App.Services
     /// The active account's session; see ``session``.
-    @usableFromInline var activeSession: UserSession<App.User>?
+    @usableFromInline package var activeSession: UserSession<App.User>?
     /// The other accounts' sessions; see ``otherAccounts``. Changed only through
     /// ``SignedInAccounts``, which keeps one session per account.
-    @usableFromInline var otherSessions: [UserSession<App.User>] = []
+    @usableFromInline package var otherSessions: [UserSession<App.User>] = []
     /// The app's configuration.
     public var config: App.Config
     /// The clock, calendar, locale, time zone and UUID generator, in shared objects.

@@ -1,5 +1,5 @@
 public import Foundation
-public import Habitat
+public import HabitatPersistence
 
 /// A `SecretStore` that keeps each secret as a generic-password item in the Keychain.
 ///

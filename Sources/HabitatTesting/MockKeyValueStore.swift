@@ -1,5 +1,5 @@
 public import Foundation
-public import Habitat
+import Habitat
 
 /// A `KeyValueStore` for tests that records every operation in order and can be told to fail.
 ///

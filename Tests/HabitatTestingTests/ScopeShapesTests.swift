@@ -1,5 +1,6 @@
 import Foundation
 import HabitatTesting
+import HabitatPersistence
 
 /// The shapes tests write scopes in, as the docs show them: each must compile and run.
 @Suite struct ScopeShapesTests {

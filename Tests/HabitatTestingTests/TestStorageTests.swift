@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import HabitatTesting
 import Testing
 

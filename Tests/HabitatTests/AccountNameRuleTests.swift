@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// A user told apart by an `Int` id, as in the report: accounts 7 and 8.

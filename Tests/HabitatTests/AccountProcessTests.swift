@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 
 /// A user told apart by `id`: the default account name.
 struct Member: Codable, Sendable, Hashable, Identifiable {

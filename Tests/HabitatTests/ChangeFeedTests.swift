@@ -1,5 +1,6 @@
 import Foundation
 @testable import Habitat
+@testable import HabitatPersistence
 import Testing
 
 /// Changes are delivered after the writer's lock, in commit order, before the write returns.

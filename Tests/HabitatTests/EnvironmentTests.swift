@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 @Suite struct EnvironmentTests {

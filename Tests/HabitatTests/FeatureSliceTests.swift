@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// What a feature module declares it needs.

@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 
 struct TestUser: Codable, Sendable, Hashable, Updatable {
     var id: Int

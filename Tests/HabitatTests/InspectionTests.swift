@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// The inspectable stack: every frame says how it was made, and `frames`, `print` and `dump`

@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// One global stack shared by every test in this suite, the way an app shares `AppEnvironment`.

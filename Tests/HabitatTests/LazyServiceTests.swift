@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// Counts how many times it was made, as an SDK's costly set-up would.

@@ -1,6 +1,7 @@
 #if canImport(Observation)
 import Foundation
 import Habitat
+import HabitatPersistence
 import Observation
 import Testing
 

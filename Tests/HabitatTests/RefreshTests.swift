@@ -1,5 +1,6 @@
 import Foundation
 @testable import Habitat
+@testable import HabitatPersistence
 import Testing
 
 /// Concurrent refreshes of one session share one request (servers that rotate refresh tokens

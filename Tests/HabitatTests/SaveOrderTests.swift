@@ -1,4 +1,5 @@
 @testable import Habitat
+@testable import HabitatPersistence
 import HabitatTesting
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import Habitat
+@testable import HabitatPersistence
 
 /// What an ended scope leaves behind: nothing of its environment, and its state in the stack's
 /// pool for the next scope.

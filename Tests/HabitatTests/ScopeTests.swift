@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 @Suite struct ScopeTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 /// An app that names only its services, as the README's quick start writes it.

@@ -1,5 +1,6 @@
 import Foundation
 import HabitatTesting
+import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)

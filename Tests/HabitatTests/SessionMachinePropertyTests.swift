@@ -1,5 +1,6 @@
 import Foundation
 @testable import Habitat
+@testable import HabitatPersistence
 import Testing
 
 /// The machine against a small reference model, on 10,000 seeded random sequences of every
@@ -91,9 +92,9 @@ import Testing
             case .updateConfig:
                 config.version = version
                 return .publishes(.configUpdated, saves: true)
-            case .restored(let snapshot):
-                config = snapshot.config
-                take(snapshot.session, snapshot.otherAccounts)
+            case .restored(let accounts, let stored):
+                config = stored
+                take(accounts.activeSession, accounts.otherSessions)
                 return .publishes(.restore, saves: false)
             case .tokenReadable(let stored, let storedOthers):
                 guard all.contains(where: { $0.state == .awaitingToken }) else { return .unchanged }
@@ -174,12 +175,13 @@ import Testing
             let version = Int.random(in: 0...1_000, using: &random)
             return Step(event: .updateConfig { $0.version = version }, version: version)
         case 8:
-            var snapshot = SessionSnapshot<App>(
-                session: Bool.random(using: &random) ? session() : nil,
-                config: Config(version: Int.random(in: 0...9, using: &random)), savedAt: nil
-            )
-            snapshot.otherAccounts = sessions()
-            return Step(event: .restored(snapshot))
+            // NB: the fields set directly, duplicates and all, as a damaged file could hold them:
+            // the machine must keep one session per account itself.
+            var accounts = StoredAccounts<App>(active: nil)
+            accounts.activeSession = Bool.random(using: &random) ? session() : nil
+            accounts.otherSessions = sessions()
+            let config = Config(version: Int.random(in: 0...9, using: &random))
+            return Step(event: .restored(accounts, config: config))
         case 9: return Step(event: .tokenReadable(Bool.random(using: &random) ? session() : nil, others: sessions()))
         case 10:
             let user: Member? = Bool.random(using: &random) ? nil : member()

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Habitat
+@testable import HabitatPersistence
 import Testing
 
 /// A step of the machine, as the tests read it: the outcome, the active session after it, the
@@ -42,9 +43,7 @@ extension SessionMachine where App == AccountsApp {
 extension SessionMachine.Event where App.Config: DefaultConfig {
     static func updateUser(to user: App.User) -> Self { .updateUser { $0 = user } }
     static func restored(_ session: UserSession<App.User>?, others: [UserSession<App.User>]) -> Self {
-        var snapshot = SessionSnapshot<App>(session: session, config: App.Config(), savedAt: nil)
-        snapshot.otherAccounts = others
-        return .restored(snapshot)
+        .restored(StoredAccounts(active: session, others: others), config: App.Config())
     }
 }
 
@@ -247,7 +246,7 @@ extension SessionMachine.Event where App.Config: DefaultConfig {
         var snapshot = SessionSnapshot<AccountsApp>(session: ada, config: NoConfig(), savedAt: nil)
         snapshot.otherAccounts = [grace, grace, ada]
         let stack = makeAccountsStack()
-        stack.run(.restored(snapshot), fileID: #fileID, line: #line)
+        stack.run(.restored(snapshot.accounts, config: snapshot.config), fileID: #fileID, line: #line)
         #expect(stack.current.accounts.map(\.user.id) == ["ada", "grace"])
     }
 

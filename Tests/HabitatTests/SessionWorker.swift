@@ -44,6 +44,7 @@
 
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)

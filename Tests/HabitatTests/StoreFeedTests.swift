@@ -1,5 +1,6 @@
 import Foundation
 @testable import Habitat
+@testable import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)

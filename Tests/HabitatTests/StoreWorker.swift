@@ -11,6 +11,7 @@
 
 import Foundation
 import Habitat
+import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)

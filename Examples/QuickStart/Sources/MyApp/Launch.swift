@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 #if canImport(Security)
 import HabitatKeychain
 #endif

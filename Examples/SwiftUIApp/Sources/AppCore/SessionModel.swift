@@ -1,5 +1,6 @@
 import Foundation
 import Habitat
+import HabitatPersistence
 import Observation
 
 /// The sign-in screen's model: main-actor state the views show.

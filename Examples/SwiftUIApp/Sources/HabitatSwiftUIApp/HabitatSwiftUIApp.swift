@@ -3,6 +3,7 @@ import AppCore
 import AppUI
 import Foundation
 import Habitat
+import HabitatPersistence
 import SwiftUI
 #if canImport(UIKit)
 import UIKit

@@ -8,11 +8,11 @@ public import _HabitatShims
 /// Until then the operations are the compiler's builtins, which the thread sanitizer sees.
 @usableFromInline
 // Safe: the word is only read and written through the atomic builtins, at a fixed address.
-final class AtomicWord: @unchecked Sendable {
+package final class AtomicWord: @unchecked Sendable {
     @usableFromInline let word: UnsafeMutablePointer<UInt64>
 
     @inlinable
-    init(_ value: UInt64) {
+    package init(_ value: UInt64) {
         word = .allocate(capacity: 1)
         word.initialize(to: value)
     }
@@ -21,27 +21,27 @@ final class AtomicWord: @unchecked Sendable {
     deinit { word.deallocate() }
 
     @inlinable
-    func load(ordering: AtomicLoadOrdering) -> UInt64 { habitat_atomic_load_acquire_u64(word) }
+    package func load(ordering: AtomicLoadOrdering) -> UInt64 { habitat_atomic_load_acquire_u64(word) }
 
     @inlinable
-    func store(_ value: UInt64, ordering: AtomicStoreOrdering) { habitat_atomic_store_release_u64(word, value) }
+    package func store(_ value: UInt64, ordering: AtomicStoreOrdering) { habitat_atomic_store_release_u64(word, value) }
 
     @inlinable @discardableResult
-    func wrappingAdd(_ delta: UInt64, ordering: AtomicUpdateOrdering) -> (oldValue: UInt64, newValue: UInt64) {
+    package func wrappingAdd(_ delta: UInt64, ordering: AtomicUpdateOrdering) -> (oldValue: UInt64, newValue: UInt64) {
         let old = habitat_atomic_fetch_add_u64(word, delta)
         return (old, old &+ delta)
     }
 
     @inlinable @discardableResult
-    func wrappingSubtract(_ delta: UInt64, ordering: AtomicUpdateOrdering) -> (oldValue: UInt64, newValue: UInt64) {
+    package func wrappingSubtract(_ delta: UInt64, ordering: AtomicUpdateOrdering) -> (oldValue: UInt64, newValue: UInt64) {
         wrappingAdd(0 &- delta, ordering: ordering)
     }
 }
 
 /// The orderings Habitat uses, named as in `Synchronization`.
-@usableFromInline enum AtomicLoadOrdering { case acquiring }
-@usableFromInline enum AtomicStoreOrdering { case releasing }
-@usableFromInline enum AtomicUpdateOrdering { case acquiringAndReleasing }
+@usableFromInline package enum AtomicLoadOrdering { case acquiring }
+@usableFromInline package enum AtomicStoreOrdering { case releasing }
+@usableFromInline package enum AtomicUpdateOrdering { case acquiringAndReleasing }
 
 /// Holds at most one object, handed between threads without a lock: ``take()`` empties it with
 /// one atomic exchange, ``offer(_:)`` fills it with one compare-and-swap.

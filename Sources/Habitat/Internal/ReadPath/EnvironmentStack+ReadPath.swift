@@ -16,7 +16,7 @@ extension EnvironmentStack {
 
     /// Runs `body` on the state the calling task acts on, without retaining it.
     @inlinable @discardableResult
-    func withActiveState<R, E: Error>(_ body: (StackState<App>) throws(E) -> R) throws(E) -> R {
+    package func withActiveState<R, E: Error>(_ body: (StackState<App>) throws(E) -> R) throws(E) -> R {
         // `_withUnsafeGuaranteedRef` rethrows untyped errors; the `Result` keeps `E`.
         try activeStateUnretained._withUnsafeGuaranteedRef { state in
             Result<R, E>(catching: { () throws(E) in try body(state) })
@@ -27,7 +27,7 @@ extension EnvironmentStack {
     /// binding keeps it alive while the caller runs inside that scope. While no scope of this
     /// stack is alive (`liveScopes` is zero), callers skip this lookup.
     @inlinable
-    func scopedStateUnretained() -> Unmanaged<StackState<App>>? {
+    package func scopedStateUnretained() -> Unmanaged<StackState<App>>? {
         var address = Scopes.innermostAddress
         while let link = address {
             let (stackID, next) = Unmanaged<ScopeLink>.fromOpaque(link)._withUnsafeGuaranteedRef { ($0.stackID, $0.nextAddress) }

@@ -8,7 +8,7 @@
 // task and referenced by one thread alone (the one ending its scope, or the one that took it
 // from the pool, whose lock orders those writes before any later use), and read only while it
 // is bound.
-class ScopeLink: @unchecked Sendable {
+package class ScopeLink: @unchecked Sendable {
     @usableFromInline let stackID: UInt64
     @exclusivity(unchecked) @usableFromInline var next: ScopeLink?
     /// `next`'s address, for the read path.

@@ -68,7 +68,7 @@ extension EnvironmentStack {
     /// The root with its base filled, without reporting: for the stack's own machinery
     /// (autosave) that reads the root on its own threads. Outside a test run, the call that
     /// fills it ends the scope that made every call look for one.
-    var filledRoot: StackState<App> {
+    package var filledRoot: StackState<App> {
         if let live, live.baseFilled.load(ordering: .acquiring) == 0 {
             if root.fillBaseIfEmpty({ live.base }), !live.fenced {
                 liveScopes.wrappingSubtract(1, ordering: .acquiringAndReleasing)

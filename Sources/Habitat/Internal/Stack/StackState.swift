@@ -12,7 +12,7 @@
 @usableFromInline
 // Safe: the mutable state is in `guarded`, reached only with its lock held; `published` and
 // `liveScopes` are atomic; `next` (from `ScopeLink`) is written only on an unbound state.
-final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
+package final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     /// The top frame's address, stored under the lock by every write and loaded by readers
     /// without it.
     @usableFromInline let published: AtomicWord
@@ -146,7 +146,7 @@ final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Sendable {
     // MARK: Inspecting (with the lock; reads go through `ReadPath/`)
 
     /// The top environment, copied.
-    var topEnvironment: HabitatEnvironment<App> { withGuarded { $0.top.environment } }
+    package var topEnvironment: HabitatEnvironment<App> { withGuarded { $0.top.environment } }
 
     @inlinable
     var depth: Int { withGuarded { $0.below.count + 1 } }

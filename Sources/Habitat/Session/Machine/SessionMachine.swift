@@ -24,12 +24,13 @@
 // awaiting token from the store, in flight (one per session: the stack's `RefreshFlights`),
 // leading it (`LeadStep`: asking the server, adopting a token another process saved, or
 // waiting for the app's rotation, in an extension), and its answer (`refreshed` / `refreshEnded`
-// events, `refreshOutcome(_:_:expired:joined:)`).
+// events; what the caller hears is `SessionRefreshOutcome`'s, in HabitatPersistence, which runs
+// the refresh loop).
 
 /// The session engine's decisions, as a value: see the table at the top of this file.
 @usableFromInline
-enum SessionMachine<App: EnvironmentSchema> {
-    @usableFromInline typealias Session = UserSession<App.User>
+package enum SessionMachine<App: EnvironmentSchema> {
+    @usableFromInline package typealias Session = UserSession<App.User>
 
     /// What happened.
     ///
@@ -38,7 +39,7 @@ enum SessionMachine<App: EnvironmentSchema> {
     /// is switched over (the table's row, then its transition): that cost a login + logout
     /// 1,400 instructions more than boxing does.
     @usableFromInline
-    indirect enum Event {
+    package indirect enum Event {
         case login(App.User, AuthToken)
         case addAccount(App.User, AuthToken)
         case switchAccount(String)
@@ -47,7 +48,7 @@ enum SessionMachine<App: EnvironmentSchema> {
         case logoutAll
         case updateUser((inout App.User) -> Void)
         case updateConfig((inout App.Config) -> Void)
-        case restored(SessionSnapshot<App>)
+        case restored(StoredAccounts<App>, config: App.Config)
         case tokenReadable(Session?, others: [Session])
         case refreshed(from: AuthToken, to: AuthToken, user: App.User?)
         case refreshEnded(from: AuthToken)
@@ -56,7 +57,7 @@ enum SessionMachine<App: EnvironmentSchema> {
 
     /// What an event did to the state.
     @usableFromInline
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         /// The state moved: publish the row's change, and save it when the row says so.
         case applied
         /// Nothing to do: the state is already what the event would make it.
@@ -70,7 +71,7 @@ enum SessionMachine<App: EnvironmentSchema> {
         ///
         /// NB: not `== .applied`: the derived `==` of a generic enum isn't specialised.
         @inlinable
-        var isApplied: Bool {
+        package var isApplied: Bool {
             if case .applied = self { return true }
             return false
         }
@@ -79,7 +80,7 @@ enum SessionMachine<App: EnvironmentSchema> {
     /// The table's fixed columns: the change `event` publishes when it applies, and whether
     /// autosave writes the state it leaves.
     @inlinable
-    static func row(_ event: Event) -> (publishes: EnvironmentChangeKind, saves: Bool) {
+    package static func row(_ event: Event) -> (publishes: EnvironmentChangeKind, saves: Bool) {
         switch event {
         case .login, .addAccount: (.login, true)
         case .switchAccount: (.accountSwitched, true)
@@ -97,7 +98,7 @@ enum SessionMachine<App: EnvironmentSchema> {
     /// The state column: moves `environment` by `event`. The services are told of a new
     /// session (``EnvironmentSchema/services(_:for:)``) when the accounts moved.
     @inlinable
-    static func transition(_ event: Event, _ environment: inout HabitatEnvironment<App>) -> Outcome {
+    package static func transition(_ event: Event, _ environment: inout HabitatEnvironment<App>) -> Outcome {
         switch event {
         // any -> signed in; the user's account's other session, if any, ends.
         case .login(let user, let token):
@@ -135,9 +136,9 @@ enum SessionMachine<App: EnvironmentSchema> {
             change(&environment.config)
             return .applied
         // any -> what the store holds: restored, awaiting token or signed out, with its config.
-        case .restored(let snapshot):
-            environment.config = snapshot.config
-            environment.setAll(active: snapshot.session, others: snapshot.otherAccounts)
+        case .restored(let accounts, let config):
+            environment.config = config
+            environment.setAll(active: accounts.activeSession, others: accounts.otherSessions)
         // awaiting token (any account) -> what the store holds now; nothing waiting -> unchanged.
         case .tokenReadable(let stored, let others):
             guard environment.isAwaitingToken else { return .unchanged }
@@ -171,18 +172,18 @@ enum SessionMachine<App: EnvironmentSchema> {
 
     /// Where a refresh of the account named `name` (the active one when `nil`) stands, looking at
     /// `accounts`, the stack's now.
-    enum RefreshStep {
-        /// No such account: answer ``SessionRefreshOutcome/notLoggedIn``.
+    package enum RefreshStep {
+        /// No such account: answer `SessionRefreshOutcome.notLoggedIn`.
         case notLoggedIn
         /// Its token is awaited: read it from the store (adopting what the store holds), then look again.
         case completeToken
-        /// The caller judged another token: answer ``SessionRefreshOutcome/superseded``.
+        /// The caller judged another token: answer `SessionRefreshOutcome.superseded`.
         case superseded
         /// Join the flight for `session`'s token: lead it, or wait for its answer.
         case join(Session)
     }
 
-    static func refreshStep(_ accounts: some SignedInAccounts<App>, account name: String?, expecting expected: AuthToken?) -> RefreshStep {
+    package static func refreshStep(_ accounts: some SignedInAccounts<App>, account name: String?, expecting expected: AuthToken?) -> RefreshStep {
         guard let session = accounts.session(named: name) else { return .notLoggedIn }
         if session.state == .awaitingToken { return .completeToken }
         if let expected, session.token != expected { return .superseded }
@@ -190,12 +191,12 @@ enum SessionMachine<App: EnvironmentSchema> {
     }
 
     /// What the leader of a flight does, once its turn on the shared lease came.
-    enum LeadStep {
+    package enum LeadStep {
         /// A refresh landed meanwhile: the token is used already; look again.
         case stale
         /// Another process or stack saved the token that replaces this one: take it.
         case adopt(SessionRefresh<App.User>)
-        /// An extension leaves rotating to the app: answer ``SessionRefreshOutcome/waitingForRotation``.
+        /// An extension leaves rotating to the app: answer `SessionRefreshOutcome.waitingForRotation`.
         case waitForRotation
         /// Ask the server.
         case ask
@@ -205,30 +206,17 @@ enum SessionMachine<App: EnvironmentSchema> {
     ///   - holdsToken: Whether the stack still holds the token the flight is for.
     ///   - rotated: The answer the store holds, when another saved a newer token.
     ///   - refreshesTokens: Whether this process may call the server (not an extension).
-    static func leadStep(holdsToken: Bool, rotated: SessionRefresh<App.User>?, refreshesTokens: Bool) -> LeadStep {
+    package static func leadStep(holdsToken: Bool, rotated: SessionRefresh<App.User>?, refreshesTokens: Bool) -> LeadStep {
         guard holdsToken else { return .stale }
         if let rotated { return .adopt(rotated) }
         return refreshesTokens ? .ask : .waitForRotation
     }
 
     /// The event a refresh's answer about `token` makes.
-    static func event(answering answer: SessionRefresh<App.User>, about token: AuthToken) -> Event {
+    package static func event(answering answer: SessionRefresh<App.User>, about token: AuthToken) -> Event {
         switch answer {
         case .refreshed(let new, let user): .refreshed(from: token, to: new, user: user)
         case .ended: .refreshEnded(from: token)
-        }
-    }
-
-    /// What a refresh's caller hears, from the outcome of its answer's event: `expired` whether
-    /// the token had expired, `joined` whether the caller waited for another's flight (which
-    /// applied the answer on this stack already).
-    static func refreshOutcome(_ answer: SessionRefresh<App.User>, _ outcome: Outcome, expired: Bool, joined: Bool) -> SessionRefreshOutcome {
-        switch (answer, outcome) {
-        case (.refreshed, .applied), (.refreshed, .unchanged): .refreshed
-        case (.ended, .applied): .ended(expired: expired)
-        // Signed out already: by the leader of this refresh, or by someone else.
-        case (.ended, .unchanged): joined ? .ended(expired: expired) : .superseded
-        case (_, .superseded), (_, .refused): .superseded
         }
     }
 }

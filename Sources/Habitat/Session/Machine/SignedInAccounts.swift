@@ -13,7 +13,7 @@
 /// login + logout 1,400 instructions. ``HabitatEnvironment`` holds the accounts in place;
 /// ``StoredAccounts`` is the same value on its own (a snapshot's, the tests').
 @usableFromInline
-protocol SignedInAccounts<App> {
+package protocol SignedInAccounts<App> {
     associatedtype App: EnvironmentSchema
     /// The active account's session.
     var activeSession: UserSession<App.User>? { get set }
@@ -23,17 +23,17 @@ protocol SignedInAccounts<App> {
 
 /// Where an account is: active, or at an index of the others.
 @usableFromInline
-enum AccountPosition: Equatable {
+package enum AccountPosition: Equatable {
     case active
     case other(Int)
 }
 
 extension SignedInAccounts {
-    @usableFromInline typealias Session = UserSession<App.User>
+    @usableFromInline package typealias Session = UserSession<App.User>
 
     /// Every account, the active one first.
     @inlinable
-    var allSessions: [Session] {
+    package var allSessions: [Session] {
         guard let activeSession else { return otherSessions }
         return [activeSession] + otherSessions
     }
@@ -42,7 +42,7 @@ extension SignedInAccounts {
     ///
     /// NB: the others first: a switch's common case looks at the active account not at all.
     @inlinable
-    func position(named name: String) -> AccountPosition? {
+    package func position(named name: String) -> AccountPosition? {
         if let index = otherSessions.firstIndex(where: { App.isAccount($0.user, named: name) }) { return .other(index) }
         if let active = activeSession, App.isAccount(active.user, named: name) { return .active }
         return nil
@@ -50,14 +50,14 @@ extension SignedInAccounts {
 
     /// Where the account whose token is `token` is, active first.
     @inlinable
-    func position(holding token: AuthToken) -> AccountPosition? {
+    package func position(holding token: AuthToken) -> AccountPosition? {
         if activeSession?.token == token { return .active }
         return otherSessions.firstIndex { $0.token == token }.map { .other($0) }
     }
 
     /// The session at `position`.
     @inlinable
-    func session(at position: AccountPosition) -> Session? {
+    package func session(at position: AccountPosition) -> Session? {
         switch position {
         case .active: activeSession
         case .other(let index): otherSessions[index]
@@ -66,20 +66,20 @@ extension SignedInAccounts {
 
     /// The account named `name` (see ``position(named:)``); the active one when `name` is `nil`.
     @inlinable
-    func session(named name: String?) -> Session? {
+    package func session(named name: String?) -> Session? {
         guard let name else { return activeSession }
         return position(named: name).flatMap { session(at: $0) }
     }
 
     /// Whether any account is awaiting its token (``AuthState/awaitingToken``).
     @inlinable
-    var isAwaitingToken: Bool {
+    package var isAwaitingToken: Bool {
         activeSession?.state == .awaitingToken || otherSessions.contains { $0.state == .awaitingToken }
     }
 
     /// Makes `session` the active account's; the account's other session, if any, ends.
     @inlinable
-    mutating func setActive(_ session: consuming Session?) {
+    package mutating func setActive(_ session: consuming Session?) {
         // NB: one account, the common case, looks at nothing else, and the session is moved
         // in, not copied (a generic session's copy goes through its value witness).
         if !otherSessions.isEmpty, let user = session?.user {
@@ -92,7 +92,7 @@ extension SignedInAccounts {
     /// Makes `others` the other accounts, keeping the first session of each account and none of
     /// the active one's.
     @inlinable
-    mutating func setOthers(_ others: [Session]) {
+    package mutating func setOthers(_ others: [Session]) {
         guard !others.isEmpty else { return otherSessions = [] }
         var seen = Set(activeSession.map { [App.accountID(of: $0.user)] } ?? [])
         otherSessions = others.filter { seen.insert(App.accountID(of: $0.user)).inserted }
@@ -101,7 +101,7 @@ extension SignedInAccounts {
     /// Replaces every account with `active` and `others` (what a store holds), one session per
     /// account.
     @inlinable
-    mutating func setAll(active: Session?, others: [Session]) {
+    package mutating func setAll(active: Session?, others: [Session]) {
         activeSession = active
         setOthers(others)
     }
@@ -109,7 +109,7 @@ extension SignedInAccounts {
     /// Signs `session` in as the active account; the account that was active joins the others
     /// when `keepingActive` and it is another account.
     @inlinable
-    mutating func signIn(_ session: consuming Session, keepingActive: Bool) {
+    package mutating func signIn(_ session: consuming Session, keepingActive: Bool) {
         if keepingActive, let current = activeSession, App.accountID(of: current.user) != App.accountID(of: session.user) {
             otherSessions.append(current)
         }
@@ -118,7 +118,7 @@ extension SignedInAccounts {
 
     /// Makes the other account at `index` the active one; the active one takes its place.
     @inlinable
-    mutating func activate(otherAt index: Int) {
+    package mutating func activate(otherAt index: Int) {
         guard let current = activeSession else { return activeSession = otherSessions.remove(at: index) }
         // NB: copied field by field: a plain copy of a generic session goes through its value
         // witness (see `HabitatEnvironment.fieldwiseCopy`): 80 instructions more per switch.
@@ -129,7 +129,7 @@ extension SignedInAccounts {
 
     /// Signs out the account at `position`.
     @inlinable
-    mutating func remove(at position: AccountPosition) {
+    package mutating func remove(at position: AccountPosition) {
         switch position {
         case .active: activeSession = nil
         case .other(let index): otherSessions.remove(at: index)
@@ -139,7 +139,7 @@ extension SignedInAccounts {
     /// Replaces the session at `position`; a user with another name drops that account's other
     /// session.
     @inlinable
-    mutating func replace(at position: AccountPosition, with session: Session) {
+    package mutating func replace(at position: AccountPosition, with session: Session) {
         switch position {
         case .active: setActive(session)
         case .other(let index):
@@ -151,13 +151,13 @@ extension SignedInAccounts {
 
 /// Signed-in accounts on their own: a snapshot's, or a test's.
 @usableFromInline
-struct StoredAccounts<App: EnvironmentSchema>: SignedInAccounts {
-    @usableFromInline var activeSession: UserSession<App.User>?
-    @usableFromInline var otherSessions: [UserSession<App.User>] = []
+package struct StoredAccounts<App: EnvironmentSchema>: SignedInAccounts {
+    @usableFromInline package var activeSession: UserSession<App.User>?
+    @usableFromInline package var otherSessions: [UserSession<App.User>] = []
 
     /// `active` and `others`, one session per account.
     @inlinable
-    init(active: UserSession<App.User>?, others: [UserSession<App.User>] = []) {
+    package init(active: UserSession<App.User>?, others: [UserSession<App.User>] = []) {
         setAll(active: active, others: others)
     }
 }

@@ -49,7 +49,7 @@ public enum AuthState: String, Sendable, Hashable, Codable, CaseIterable {
     ///
     /// Nothing was deleted. Restoring again once the secret store can be read (on Apple
     /// platforms, when protected data becomes available) brings the token back, and so does
-    /// ``EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` while autosave is on. Until then,
-    /// ``EnvironmentStack/validSession(refreshingWithin:isolation:fileID:line:using:)`` returns `nil`.
+    /// `EnvironmentStack.refreshSession(account:using:)` while autosave is on. Until then,
+    /// `EnvironmentStack.validSession(refreshingWithin:using:)` returns `nil`.
     case awaitingToken
 }

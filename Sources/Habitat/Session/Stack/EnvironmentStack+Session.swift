@@ -39,45 +39,6 @@ extension EnvironmentStack {
         return outcome.isApplied ? ended : nil
     }
 
-    /// Signs the current user out and saves that to `sessions` before returning, so the caller
-    /// learns whether it reached the store.
-    ///
-    /// The token and every stray copy of it are removed first: when the snapshot can't be
-    /// written after that (a read-only directory, a full disk), no relaunch restores the
-    /// session, because a snapshot whose token is gone restores logged out. With autosave on,
-    /// ``logout(fileID:line:)`` does the same on autosave's queue; this form is for a logout
-    /// button that must say whether it worked.
-    ///
-    /// ```swift
-    /// do {
-    ///     try appEnvironment.logout(savingTo: sessions)
-    /// } catch {
-    ///     print("logged out here, but the store said: \(error)")
-    /// }
-    /// ```
-    ///
-    /// If another process (or another stack on the store) signed a different session in since
-    /// this stack last saved or restored, that session is kept and this stack takes it (a
-    /// ``EnvironmentChangeKind/storeChanged`` change): a stack that missed a change never undoes it.
-    /// - Parameters:
-    ///   - sessions: The store to save the logged-out state to.
-    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
-    ///   - line: The calling line, recorded with it.
-    /// - Returns: The session that ended, or `nil` when nobody was logged in.
-    /// - Throws: ``SnapshotError/store(_:)`` when the store couldn't be written. This process is
-    ///   logged out all the same. If the secret store refused to remove the token, a relaunch may
-    ///   still restore the session: try again.
-    @discardableResult
-    public func logout(
-        savingTo sessions: SessionStore<App>,
-        fileID: StaticString = #fileID,
-        line: UInt = #line
-    ) throws(SnapshotError) -> UserSession<App.User>? {
-        let ended = logout(fileID: fileID, line: line)
-        try save(to: sessions)
-        return ended
-    }
-
     /// Replaces the signed-in user's data, keeping the token and the auth state.
     ///
     /// - Parameters:
@@ -191,7 +152,7 @@ extension EnvironmentStack {
     /// When it was the active account, nobody is active afterwards
     /// (``HabitatEnvironment/session`` is `nil`) until the app switches to another account or
     /// signs one in: Habitat never picks the next account for the user. With autosave on, the
-    /// save deletes the account's token first, then its ``SessionStore/accountData(for:)``.
+    /// save deletes the account's token first, then its `SessionStore.accountData(for:)`.
     ///
     /// - Parameters:
     ///   - name: The account's name (``EnvironmentSchema/accountID(of:)``).
@@ -246,7 +207,7 @@ extension EnvironmentStack {
     /// autosave to write when the row says so. `inspect` reads the environment the event moves
     /// (NB: `inout` only so that it isn't copied: it must not change it).
     @inlinable @discardableResult
-    func run(
+    package func run(
         _ event: SessionMachine<App>.Event,
         fileID: StaticString,
         line: UInt,
@@ -257,7 +218,7 @@ extension EnvironmentStack {
 
     /// ``run(_:fileID:line:inspecting:)`` on `state`.
     @inlinable @discardableResult
-    func run(
+    package func run(
         _ event: SessionMachine<App>.Event,
         on state: StackState<App>,
         fileID: StaticString,

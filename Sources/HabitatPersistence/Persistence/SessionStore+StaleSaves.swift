@@ -1,0 +1,142 @@
+import Habitat
+
+// Saves from a stack that missed a change: another process (or another stack on the same store)
+// logged out, logged in, or rotated the token since this stack last saved or restored. Such a
+// save never undoes that change: it writes its configuration beside the stored session, and
+// the stack takes the stored session.
+
+/// What a stack knows the store holds: the pair (snapshot and token record entry) it last saved
+/// or restored, and that pair's token. `pairID` and `secret` are `nil` for "logged out".
+struct KnownSession: Sendable, Equatable {
+    var pairID: String?
+    var secret: String?
+    /// The other signed-in accounts' pairs, by account name (a pair read from the token record
+    /// alone has an empty `secret`).
+    var others: [String: TokenRecord.Entry] = [:]
+    /// The active account's name; `nil` when none is active.
+    var active: String?
+
+    /// Whether `other` names the same pairs: what the store comparisons look at.
+    func samePairs(_ other: KnownSession?) -> Bool {
+        guard let other else { return false }
+        return pairID == other.pairID && others.mapValues(\.id) == other.others.mapValues(\.id)
+    }
+}
+
+// NB: it holds the token, and a `SessionSnapshot` holds it: no printing path (`print`,
+// `dump`, `String(reflecting:)`, a `Mirror` walk) may show more than which pairs it names.
+extension KnownSession: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    var description: String { "KnownSession(<redacted>)" }
+    var debugDescription: String { description }
+    var customMirror: Mirror {
+        Mirror(self, children: ["pairID": pairID as Any, "accounts": others.keys.sorted(), "active": active as Any], displayStyle: .struct)
+    }
+}
+
+/// What a knowing save did.
+enum SaveOutcome<App: EnvironmentSchema>: Sendable {
+    /// Saved as asked; the store holds `now`.
+    case saved(now: KnownSession?)
+    /// The stack's session was one the store had moved past; the configuration was saved with
+    /// the stored session, which the stack should take.
+    case adopted(UserSession<App.User>?, others: [UserSession<App.User>], now: KnownSession)
+}
+
+extension SessionStore {
+    /// Saves `environment` as `save(_:)` does, unless the store changed since `known`: then,
+    /// when the stack changed nothing since, the store's accounts stay and only the
+    /// configuration is written; when it did, the two are merged account by account.
+    func save(_ environment: HabitatEnvironment<App>, known: KnownSession?) throws(SnapshotError) -> SaveOutcome<App> {
+        try lock.withLock { () throws(SnapshotError) -> SaveOutcome<App> in
+            guard let known, environment.session?.state != .awaitingToken else { return .saved(now: try saveLocked(environment)) }
+            let stored = try storedPairLocked()
+            if stored.samePairs(known) { return .saved(now: try saveLocked(environment)) }
+            if movedPast(known, stored: stored, by: environment) {
+                let snapshot = try loadLocked(secretsReadable: true)
+                var merged = environment
+                merged.setAll(active: snapshot?.session, others: snapshot?.otherAccounts ?? [])
+                let data = try encode(merged, pairID: stored.pairID, others: stored.others.mapValues(\.id))
+                do throws(StoreError) {
+                    try store.setData(data, forKey: key)
+                } catch {
+                    throw .store(error)
+                }
+                return .adopted(merged.session, others: merged.otherAccounts, now: snapshot?.known ?? stored)
+            }
+            // This stack's own change is saved, merged with what changed elsewhere meanwhile.
+            let snapshot = try loadLocked(secretsReadable: true)
+            let merged = merging(environment, known: known, stored: snapshot?.known ?? stored, snapshot: snapshot)
+            let now = try saveLocked(merged)
+            guard merged.accounts.map(\.token) != environment.accounts.map(\.token) else { return .saved(now: now) }
+            return .adopted(merged.session, others: merged.otherAccounts, now: now ?? stored)
+        }
+    }
+
+    /// `environment`, changed by this stack since it knew `known`, merged with what changed in
+    /// the store meanwhile (`snapshot`, and `stored`, the pairs it names), account by account:
+    /// an account this stack didn't touch is taken as the store has it (renewed, signed out, or
+    /// signed in elsewhere), never saved back as it was; and when this stack didn't switch, the
+    /// store's choice of the active account is taken too.
+    private func merging(
+        _ environment: HabitatEnvironment<App>,
+        known: KnownSession,
+        stored: KnownSession,
+        snapshot: SessionSnapshot<App>?
+    ) -> HabitatEnvironment<App> {
+        func pair(_ name: String, in session: KnownSession) -> String? {
+            name == session.active ? session.pairID : session.others[name]?.id
+        }
+        func secret(_ name: String, in session: KnownSession) -> String? {
+            name == session.active ? session.secret : session.others[name]?.secret
+        }
+        let storedAccounts = (snapshot?.accounts.allSessions ?? []).map { (App.accountID(of: $0.user), $0) }
+        var accounts = environment.accounts.map { (App.accountID(of: $0.user), $0) }
+        let knownNames = Set(known.others.keys).union(known.active.map { [$0] } ?? [])
+        accounts = accounts.compactMap { name, session in
+            guard knownNames.contains(name), pair(name, in: stored) != pair(name, in: known),
+                  session.token.secret == secret(name, in: known) else { return (name, session) }
+            return storedAccounts.first { $0.0 == name }
+        }
+        for (name, session) in storedAccounts where !knownNames.contains(name) && !accounts.contains(where: { $0.0 == name }) {
+            accounts.append((name, session))
+        }
+        var active = environment.activeAccountID
+        // NB: the same name with another token is a login here, not an untouched choice.
+        if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active {
+            active = stored.active
+        }
+        var merged = environment
+        merged.setAll(active: accounts.first { $0.0 == active }?.1, others: accounts.filter { $0.0 != active }.map(\.1))
+        return merged
+    }
+
+    /// Whether the store moved past what the stack knew while the stack itself changed nothing
+    /// (its active token and its other accounts' are the ones it knew), or the stack logged
+    /// everyone out while the store signed someone in it never saw.
+    private func movedPast(_ known: KnownSession, stored: KnownSession, by environment: HabitatEnvironment<App>) -> Bool {
+        let others = Dictionary(environment.otherAccounts.map { (App.accountID(of: $0.user), $0.token.secret) }, uniquingKeysWith: { first, _ in first })
+        if environment.session == nil, others.isEmpty {
+            return stored.pairID != nil && stored.pairID != known.pairID
+        }
+        return environment.session?.token.secret == known.secret && others == known.others.mapValues(\.secret)
+    }
+
+    /// The pair the store holds now: the token record's newest entry, without a full load.
+    func storedPair() throws(SnapshotError) -> KnownSession {
+        try lock.withLock { () throws(SnapshotError) -> KnownSession in try storedPairLocked() }
+    }
+
+    private func storedPairLocked() throws(SnapshotError) -> KnownSession {
+        do throws(StoreError) {
+            let record = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
+            let newest = record?.tokens.first
+            return KnownSession(
+                pairID: newest?.id, secret: newest?.secret,
+                others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") },
+                active: newest == nil ? nil : record?.account ?? ""
+            )
+        } catch {
+            throw .store(error)
+        }
+    }
+}

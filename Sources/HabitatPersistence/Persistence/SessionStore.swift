@@ -1,0 +1,377 @@
+public import Foundation
+public import Habitat
+
+/// Saves the session part of an environment (user, auth state, token expiry, configuration)
+/// as a versioned snapshot, with the token kept apart in a ``SecretStore``.
+///
+/// ```swift
+/// let sessions = SessionStore<AppWorld>(
+///     store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
+///     secrets: try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets")),
+///     version: 2,
+///     migrations: [SnapshotMigration(from: 1) { try renameField(in: $0) }]
+/// )
+/// appEnvironment.restoreAtLaunch(from: sessions)   // at launch
+/// appEnvironment.enableAutosave(to: sessions)       // from then on
+/// ```
+///
+/// The snapshot is JSON under `key` in the plain store; the token's secret is under
+/// `"\(key).token"` in the secret store and nowhere else. With several accounts signed in, the
+/// snapshot holds them all and says which is active, and each account that isn't active keeps
+/// its token under `tokenKey.NAME`.
+///
+/// Several processes (an app and its extensions) and several stacks may share one session
+/// store: saves and loads take turns on an advisory lock on `lockFile`, held only while they
+/// read or write; refreshes of an account take turns by a lease beside it (the same path with
+/// `.refresh` appended, and `.NAME` for an account with a name: the holder's process and a
+/// deadline), so that only one of them asks the server at a time and the others use the token
+/// it got. No lock is held while the server is asked.
+public struct SessionStore<App: EnvironmentSchema>: Sendable {
+    /// Where the snapshot goes.
+    public let store: any KeyValueStore
+    /// Where the token goes.
+    public let secrets: any SecretStore
+    /// The snapshot's key in `store`; the token's key in `secrets` is `"\(key).token"`.
+    public let key: String
+    /// The snapshot version this app writes, and the newest it reads.
+    public let version: Int
+    /// The file whose advisory lock the users of this store take turns on, in every process;
+    /// `nil` when only this process's users of this value take turns.
+    public let lockFile: URL?
+    /// Whether a load deletes a token that no saved snapshot names (see `load()`).
+    public let discardsUnpairedSecrets: Bool
+    /// Whether stacks saving here may refresh the session. `false` for an app extension that
+    /// shares the app's session but leaves rotating its token to the app: its
+    /// ``Habitat/EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` only takes a token the
+    /// app saved, and its saves never write a token the store doesn't already hold (an older
+    /// one, or one from a login made there: sign in from the app). A logout is saved.
+    public let refreshesTokens: Bool
+    /// Where each account's own data lives, one namespace per account (see
+    /// `accountData(for:)`).
+    public let accountDataStore: any KeyValueStore
+    let migrations: [Int: SnapshotMigration]
+    let lock: SessionLock
+
+    /// Creates a session store.
+    /// - Parameters:
+    ///   - store: Where the snapshot goes.
+    ///   - secrets: Where the token goes.
+    ///   - key: The snapshot's key; `"habitat.session"` by default.
+    ///   - version: The snapshot version this app writes; 1 by default. Raise it when `User` or
+    ///     `Config` change shape, and register a migration from the previous version.
+    ///   - migrations: Migrations that move older snapshots forward, one version at a time.
+    ///   - lockFile: The file the processes sharing this store lock while they save or load, and
+    ///     beside which a refresh's lease is kept. By default, for a ``JSONFileStore``, its file's path with `.session-lock`
+    ///     appended; for other stores, none: pass one in a directory every process can reach
+    ///     (an app group's container) when several processes share the store.
+    ///   - discardsUnpairedSecrets: Whether a load deletes a token that no saved snapshot names,
+    ///     such as one a Keychain kept after the app was deleted and reinstalled. `true` by
+    ///     default; such a token is never used either way.
+    ///   - refreshesTokens: Whether stacks saving here may refresh the session; `true` by
+    ///     default. Pass `false` in an app extension that shares the app's session: it then
+    ///     waits for the app to rotate the token (see <doc:PersistenceAndSessions>).
+    ///   - accountData: Where `accountData(for:)` keeps each account's data; `store` by
+    ///     default.
+    public init(
+        store: any KeyValueStore,
+        secrets: any SecretStore,
+        key: String = "habitat.session",
+        version: Int = 1,
+        migrations: [SnapshotMigration] = [],
+        lockFile: URL? = nil,
+        discardsUnpairedSecrets: Bool = true,
+        refreshesTokens: Bool = true,
+        accountData: (any KeyValueStore)? = nil
+    ) {
+        self.store = store
+        self.secrets = secrets
+        self.key = key
+        self.version = version
+        self.migrations = Dictionary(migrations.map { ($0.from, $0) }, uniquingKeysWith: { _, last in last })
+        let lockFile = lockFile ?? (store as? JSONFileStore).map { URL(fileURLWithPath: $0.url.path + ".session-lock") }
+        self.lockFile = lockFile
+        self.discardsUnpairedSecrets = discardsUnpairedSecrets
+        self.refreshesTokens = refreshesTokens
+        self.accountDataStore = accountData ?? store
+        lock = SessionLock(path: lockFile?.path)
+    }
+
+    /// A session store that keeps everything in memory, for tests and previews.
+    ///
+    /// Public because previews are app code: a preview's services save sessions here and
+    /// nothing reaches the disk.
+    /// - Returns: A store over a new ``InMemoryStore`` and ``InMemorySecretStore``.
+    public static func inMemory() -> Self {
+        SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
+    }
+
+    /// The token's key in `secrets`: the active account's.
+    public var tokenKey: String { key + ".token" }
+
+    /// The key in `secrets` of the token of a signed-in account that isn't the active one:
+    /// `"\(tokenKey).\(name)"`, `name` being the account's (`EnvironmentSchema.accountID(of:)`).
+    package func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
+
+    /// The namespace of one signed-in account's own data (drafts, caches, settings): a save
+    /// that finds the account signed out, by `EnvironmentStack.logout(account:)`,
+    /// `EnvironmentStack.logoutAll()`, a logout or a login of another user,
+    /// removes it.
+    ///
+    /// ```swift
+    /// let drafts = sessions.accountData(for: "ada")
+    /// try drafts.set(draft, for: .currentDraft)
+    /// ```
+    /// - Parameter name: The account's name (`EnvironmentSchema.accountID(of:)`).
+    /// - Returns: `accountDataStore` scoped to `"\(key).account.\(name)"`.
+    public func accountData(for name: String) -> ScopedStore {
+        accountDataStore.scoped(to: key + ".account." + name)
+    }
+
+    // MARK: Saving
+
+    /// Saves the session and configuration of `environment`.
+    ///
+    /// The snapshot and the token are one pair: the snapshot names the token it belongs with by
+    /// a pairing identifier, and `load()` uses a token only with the snapshot that names it. A
+    /// save that changes the token writes the secret store first, keeping the previous token
+    /// beside the new one, then the snapshot, then drops the previous token. A crash at any
+    /// point leaves the previous session or the new one, each with its own token, and never one
+    /// user's snapshot with another save's token. A save that keeps the token writes only the
+    /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
+    /// no token on disk. The token never goes into the plain store.
+    ///
+    /// A save that fails leaves the stores as they were, but for a logout: when the snapshot
+    /// can't be written after a new token was, the previous token is put back (a login's new
+    /// token is not left beside the old one); a logout's deleted token stays deleted, and a
+    /// snapshot whose token is gone restores logged out.
+    ///
+    /// Other signed-in accounts (`HabitatEnvironment.otherAccounts`) are saved in the same
+    /// snapshot, which records which account is active; each keeps its token in its own item,
+    /// `tokenKey.NAME`, paired the same way. An account signed out since the last
+    /// save loses its token first, then its namespace of `accountData(for:)`, and only then
+    /// is the snapshot written.
+    ///
+    /// A session `AuthState.awaitingToken` (restored while the secret store couldn't be read,
+    /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
+    /// stay as they were until the token is read.
+    ///
+    /// A store made with `refreshesTokens: false` (an extension's) never writes a token the
+    /// secret store doesn't already hold: when the app has rotated the token or logged out
+    /// (or the extension logged someone in), such a save does nothing.
+    ///
+    /// - Parameter environment: The environment whose session and config to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func save(_ environment: HabitatEnvironment<App>) throws(SnapshotError) {
+        _ = try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
+    }
+
+    /// Deletes the snapshot and every signed-in account's token.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
+    public func clear() throws(SnapshotError) {
+        try lock.withLock { () throws(SnapshotError) in
+            do throws(StoreError) {
+                let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.others ?? [:]
+                for name in index.keys { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+                try secrets.setSecret(nil, forKey: tokenKey)
+                try store.removeValue(forKey: key)
+            } catch {
+                throw .store(error)
+            }
+        }
+    }
+
+    // MARK: Loading
+
+    /// Reads the saved snapshot, migrating it forward when it is older than `version`.
+    ///
+    /// A restored session's state is `AuthState.restored`. A snapshot whose user has no
+    /// token in the secret store (the token was deleted, or the secret store was reset), or
+    /// only a token of another save, loads as logged out, when the secret store
+    /// ``SecretStore/reportsMissingReliably``.
+    ///
+    /// A secret store that throws, or that may say "not found" for a token it holds (the
+    /// Keychain before first unlock), is not taken for one without a token: the session loads
+    /// as `AuthState.awaitingToken`, with the user's data and an empty token, and
+    /// ``SessionSnapshot/tokenProblem`` says why. Nothing is written or deleted; a later load,
+    /// ``Habitat/EnvironmentStack/protectedDataDidBecomeAvailable(for:fileID:line:)``, or
+    /// ``Habitat/EnvironmentStack/refreshSession(account:isolation:fileID:line:using:)`` with autosave on reads
+    /// the token once the secret store can be read.
+    ///
+    /// A stored token that isn't a token record Habitat wrote (a damaged file) is reported in
+    /// ``SessionSnapshot/tokenProblem`` and left where it is: the session loads as logged out.
+    ///
+    /// A token that no saved snapshot names, such as one a Keychain kept after the app was
+    /// deleted and reinstalled, is never used, and is deleted here unless
+    /// `discardsUnpairedSecrets` is `false`, or the secret store can't be trusted to have
+    /// been read in full yet.
+    ///
+    /// Other signed-in accounts load the same way, each from its own item, into
+    /// ``SessionSnapshot/otherAccounts``; one whose item is gone or damaged is left out (a damaged
+    /// item is reported in ``SessionSnapshot/accountProblems`` and left in place), and the others
+    /// load all the same.
+    ///
+    /// - Returns: The snapshot, or `nil` when none was saved.
+    /// - Throws: ``SnapshotError``: the stored data is never changed by a failed load.
+    public func load() throws(SnapshotError) -> SessionSnapshot<App>? {
+        try lock.withLock { () throws(SnapshotError) in try loadLocked() }
+    }
+
+    /// `load()`, taking "not found" from the secret store as final when `secretsReadable`
+    /// (the app said protected data is available).
+    func load(secretsReadable: Bool) throws(SnapshotError) -> SessionSnapshot<App>? {
+        try lock.withLock { () throws(SnapshotError) in try loadLocked(secretsReadable: secretsReadable) }
+    }
+
+    /// Keeps a snapshot that doesn't decode (the app's types changed shape) under
+    /// `key + ".invalid"`, as a file store keeps a damaged file aside: the next save replaces the
+    /// snapshot. The first such copy is kept; a later one doesn't replace it.
+    private func keepAside(_ data: Data) {
+        let aside = key + ".invalid"
+        do {
+            guard try store.data(forKey: aside) == nil else { return }
+            try store.write([aside: data])
+        } catch {
+            // Best effort: the load throws what it found all the same.
+        }
+    }
+
+    func loadLocked(secretsReadable: Bool = false) throws(SnapshotError) -> SessionSnapshot<App>? {
+        let stored: Data?
+        do {
+            stored = try store.data(forKey: key)
+        } catch {
+            throw .store(error)
+        }
+        let payload: Payload?
+        do throws(SnapshotError) {
+            payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }
+        } catch {
+            if case .invalidSnapshot = error, let stored { keepAside(stored) }
+            throw error
+        }
+        let secret = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
+        let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
+        let (session, tokenProblem) = payload?.session.map { restore($0, from: secret, key: tokenKey, absenceIsFinal: absenceIsFinal) } ?? (nil, nil)
+        var others: [UserSession<App.User>] = []
+        var accountProblems: [String: StoreError] = [:]
+        var unpaired: [String] = []
+        var pairs: [String: TokenRecord.Entry] = [:]
+        for saved in payload?.accounts ?? [] {
+            let name = saved.account ?? App.accountID(of: saved.user)
+            let item = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: name)) }
+            let (other, problem) = restore(saved, from: item, key: tokenKey(forAccount: name), absenceIsFinal: absenceIsFinal)
+            if let other {
+                others.append(other)
+                pairs[name] = TokenRecord.Entry(id: saved.pairID ?? "", secret: other.token.secret)
+            }
+            if let problem { accountProblems[name] = problem }
+            if other == nil, problem == nil, case .success(.some) = item { unpaired.append(name) }
+        }
+        // The other accounts' items the record lists, as the store holds them after this load.
+        var listed = (try? secret.get()).flatMap(TokenRecord.decode)?.others ?? [:]
+        if absenceIsFinal, discardsUnpairedSecrets {
+            // NB: no snapshot names these tokens, and none can later: every save that names a
+            // token writes it first, under the lock this load holds. Deleting them is best
+            // effort; the next load tries again.
+            let named = Set(others.map { App.accountID(of: $0.user) }).union(accountProblems.keys)
+            for name in Set(listed.keys).subtracting(named).union(unpaired) {
+                try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
+            }
+            // A listed account that the snapshot doesn't name, and that isn't the active one,
+            // was signed out by a save that didn't finish: its data goes too.
+            let active = session.map { App.accountID(of: $0.user) }
+            for name in Set(listed.keys).subtracting(named) where name != active {
+                try? accountData(for: name).removeAll()
+            }
+            // The record keeps the snapshot's token and names only: after a crash between a
+            // save's record and its snapshot, it agrees with the snapshot again.
+            if tokenProblem == nil, session?.state != .awaitingToken, case .success(let data?) = secret {
+                let paired = TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID && session != nil } ?? []
+                let name = session.map { App.accountID(of: $0.user) }.flatMap { $0.isEmpty ? nil : $0 }
+                let names = listed.filter { named.contains($0.key) }.merging(pairs.mapValues(\.id)) { _, saved in saved }
+                let kept = TokenRecord(tokens: paired, others: names, account: name)
+                if paired.isEmpty == (session == nil), TokenRecord.decode(data) != kept,
+                   (try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey)) != nil {
+                    listed = kept.others ?? [:]
+                }
+            }
+        }
+        guard let payload else { return nil }
+        var snapshot = SessionSnapshot<App>(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
+        snapshot.otherAccounts = others
+        snapshot.accountProblems = accountProblems
+        if !snapshot.accounts.isAwaitingToken {
+            snapshot.known = KnownSession(
+                pairID: session == nil ? nil : payload.session?.pairID,
+                secret: session?.token.secret,
+                others: listed.mapValues { TokenRecord.Entry(id: $0, secret: "") }.merging(pairs) { _, restored in restored },
+                active: session.map { App.accountID(of: $0.user) }
+            )
+        }
+        return snapshot
+    }
+
+    /// `saved` with its token from `secret` (the item under `key`), in state
+    /// `AuthState.restored`; `AuthState.awaitingToken` when the secret store can't say yet;
+    /// `nil` when the token is gone or damaged (then with the problem).
+    private func restore(
+        _ saved: SavedSession,
+        from secret: Result<Data?, StoreError>,
+        key: String,
+        absenceIsFinal: Bool
+    ) -> (UserSession<App.User>?, StoreError?) {
+        let awaiting = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
+        switch secret {
+        case .success(let secret):
+            if let token = Self.token(in: secret, pairedWith: saved.pairID) {
+                return (UserSession(user: saved.user, token: AuthToken(token, expiresAt: saved.tokenExpiresAt), state: .restored), nil)
+            }
+            if let secret, saved.pairID != nil, TokenRecord.decode(secret) == nil {
+                return (nil, .decodingFailed(
+                    key: key,
+                    reason: "the stored token is not a token record (\(secret.count) bytes); it was left in place and the session is logged out"
+                ))
+            }
+            if !absenceIsFinal {
+                return (awaiting, .unavailable(
+                    key: key,
+                    reason: "the secret store has no token for the saved session, and may not be readable yet (before the device's first unlock)"
+                ))
+            }
+            return (nil, nil)
+        case .failure(let error):
+            return (awaiting, error)
+        }
+    }
+
+    /// The token in the stored secret that belongs with a snapshot naming `pairID`.
+    ///
+    /// A snapshot written before snapshots named their token (no `pairID`) goes with a plain
+    /// secret, as that version stored it.
+    static func token(in secret: Data?, pairedWith pairID: String?) -> String? {
+        guard let secret else { return nil }
+        guard let pairID else {
+            guard TokenRecord.decode(secret) == nil, let value = String(data: secret, encoding: .utf8), !value.isEmpty else {
+                return nil
+            }
+            return value
+        }
+        return TokenRecord.decode(secret)?.tokens.first { $0.id == pairID }?.secret
+    }
+}
+
+extension SessionStore: CustomStringConvertible, CustomReflectable {
+    /// The key, the version and the kinds of the two stores: what a log line needs, and never
+    /// the lock or the migrations' closures.
+    public var description: String {
+        "SessionStore<\(App.self)>(key: \(key), version: \(version), store: \(type(of: store)), secrets: \(type(of: secrets)))"
+    }
+
+    /// The public settings only, for `dump`.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "key": key, "version": version, "store": "\(type(of: store))", "secrets": "\(type(of: secrets))",
+            "lockFile": lockFile as Any, "refreshesTokens": refreshesTokens,
+        ], displayStyle: .struct)
+    }
+}

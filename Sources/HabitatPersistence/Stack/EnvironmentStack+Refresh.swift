@@ -1,0 +1,278 @@
+import Foundation
+public import Habitat
+
+extension EnvironmentStack {
+    /// Confirms the current session with the server, or ends it; concurrent calls share one
+    /// request.
+    ///
+    /// `refresh` receives the current session (typically `AuthState.restored` after a launch)
+    /// and returns a new token, optionally with fresh user data, or says the session is gone.
+    /// The stack then becomes `AuthState.authenticated` with the new token, or logs out. If
+    /// the session changed while `refresh` ran (the user logged out or someone else logged
+    /// in), the result is dropped and ``SessionRefreshOutcome/superseded`` returned.
+    ///
+    /// ```swift
+    /// let outcome = try await appEnvironment.refreshSession { session in
+    ///     switch try await api.refresh(session.token) {
+    ///     case .ok(let token, let user): .refreshed(token: token, user: user)
+    ///     case .revoked: .ended
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// **One request at a time.** Servers that rotate refresh tokens revoke a session whose old
+    /// token is used twice, so two requests that both see an expired token must not both
+    /// refresh. While one call refreshes a session, every other call for the same session and
+    /// the same stack (or the same scope) waits for it instead of calling its own `refresh`, and
+    /// then returns the same outcome. The answer is applied, and saved when autosave is on,
+    /// before any of them resumes. When the leading `refresh` throws, the waiting calls throw
+    /// the same error if their own `refresh` could throw it; otherwise (and when the leader was
+    /// cancelled) the next one refreshes. A waiting call that is cancelled keeps waiting: the
+    /// request it shares goes on for the others.
+    ///
+    /// **Across processes.** With autosave on, stacks and processes that save to the same
+    /// session store take turns too, on a lock file beside it (``SessionStore/lockFile``). The
+    /// one whose turn it is re-reads the store first, and when another refreshed meanwhile, it
+    /// takes the token that one saved instead of calling `refresh`.
+    ///
+    /// A session `AuthState.awaitingToken` is completed from the autosave store first; while
+    /// its token still can't be read, nothing is asked and the outcome is
+    /// ``SessionRefreshOutcome/awaitingToken``.
+    ///
+    /// **Saving.** With autosave on, a new token that could not be saved (a locked secret store)
+    /// gives ``SessionRefreshOutcome/refreshedNotSaved(problem:)``: it is in use, and saved with
+    /// the next change or at `protectedDataDidBecomeAvailable(for:)`.
+    ///
+    /// **Extensions.** When the autosave store was made with `refreshesTokens: false` (an app
+    /// extension's), `refresh` is never called: the outcome is ``SessionRefreshOutcome/refreshed``
+    /// once the app has saved a newer token, ``SessionRefreshOutcome/waitingForRotation`` until
+    /// then.
+    ///
+    /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
+    /// that touches its own state.
+    ///
+    /// **Another account.** Given an account's `name`, the refresh is that signed-in account's,
+    /// active or not: a background refresh renews an account the user isn't looking at, and the
+    /// active session is never touched. When the account is switched away from while `refresh`
+    /// runs, the new token goes to that account, wherever it is now; when it was signed out
+    /// meanwhile, the answer is dropped and the outcome is ``SessionRefreshOutcome/superseded``.
+    ///
+    /// ```swift
+    /// for account in appEnvironment.current.otherAccounts where account.isExpired(at: .now) {
+    ///     _ = try await appEnvironment.refreshSession(account: "\(account.user.id)") { session in
+    ///         .refreshed(token: try await api.refresh(session.token))
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The account's name (`EnvironmentSchema.accountID(of:)`); the active account
+    ///     when `nil`, the default.
+    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - fileID: The calling file, recorded in the frame's `FrameOrigin`.
+    ///   - line: The calling line, recorded with it.
+    ///   - refresh: Asks the server about the session.
+    /// - Returns: What happened; ``SessionRefreshOutcome/notLoggedIn`` when no account (with
+    ///   that name) is signed in.
+    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
+    ///   unchanged then.
+    public func refreshSession<E: Error>(
+        account name: String? = nil,
+        isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome {
+        try await refreshSession(expecting: nil, account: name, isolation: isolation, at: (fileID, line), using: refresh)
+    }
+
+    /// `refreshSession(account:using:)`, but only while the session's token is
+    /// `expected` (when given): a caller that judged a token expiring doesn't refresh its
+    /// successor; of the account named `name` (the active one when `nil`). `site` is the
+    /// caller's, for the origins of the frames it makes.
+    private func refreshSession<E: Error>(
+        expecting expected: AuthToken?,
+        account name: String?,
+        isolation: isolated (any Actor)?,
+        at site: (fileID: StaticString, line: UInt),
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome {
+        while true {
+            switch SessionMachine.refreshStep(current, account: name, expecting: expected) {
+            case .notLoggedIn: return .notLoggedIn
+            case .superseded: return .superseded
+            case .completeToken:
+                guard completeAwaitingToken(at: site) else { return .awaitingToken }
+            case .join(let session):
+                let expired = session.isExpired(at: current.now())
+                let key = RefreshFlights<App.User>.Key(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
+                switch await refreshes.join(key) {
+                case .lead:
+                    if let outcome = try await lead(key, for: session, account: name, expired: expired, isolation: isolation, at: site, using: refresh) {
+                        return outcome
+                    }
+                case .answer(.success(let answer)):
+                    return apply(answer, to: session, expired: expired, joined: true, at: site)
+                case .answer(.failure(let error)):
+                    if !(error is CancellationError), let error = error as? E { throw error }
+                    // The leader was cancelled, or failed in a way this caller's `refresh` can't
+                    // report: the next caller leads.
+                case .stale:
+                    break
+                }
+            }
+        }
+    }
+
+    /// Leads the flight `key` for `session`: takes its turn on the shared lease, then runs the
+    /// machine's `SessionMachine.LeadStep`, and lands the flight with the answer. Returns
+    /// `nil` when the session changed before the turn came (look again).
+    private func lead<E: Error>(
+        _ key: RefreshFlights<App.User>.Key,
+        for session: UserSession<App.User>,
+        account name: String?,
+        expired: Bool,
+        isolation: isolated (any Actor)?,
+        at site: (fileID: StaticString, line: UInt),
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> SessionRefreshOutcome? {
+        // NB: a refresh that landed between reading the session and joining has already
+        // replaced this token: refreshing it again would use it twice.
+        let holdsToken = current.session(named: name)?.token == session.token
+        // Other processes and stacks that share the saved session take turns too, and one that
+        // refreshed while this one waited has saved the token it got.
+        let shared = holdsToken ? sharedSessions() : nil
+        let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user))
+        let reader = readOnlySessions()
+        var landing: Result<SessionRefresh<App.User>, any Error>?
+        defer {
+            shared?.lock.endRefresh(turn)
+            refreshes.land(key, with: landing)
+        }
+        let step = SessionMachine<App>.leadStep(
+            holdsToken: holdsToken,
+            rotated: holdsToken ? rotatedToken(in: shared ?? reader, replacing: session) : nil,
+            refreshesTokens: reader == nil
+        )
+        let answer: SessionRefresh<App.User>
+        switch step {
+        case .stale: return nil
+        case .waitForRotation: return .waitingForRotation
+        case .adopt(let rotated): answer = rotated
+        case .ask:
+            do throws(E) {
+                answer = try await refresh(session)
+            } catch {
+                landing = .failure(error)
+                throw error
+            }
+        }
+        var outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
+        // The new token is on disk before anyone who waited for it resumes.
+        await autosave.flush()
+        if outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure {
+            outcome = .refreshedNotSaved(problem: problem)
+        }
+        landing = .success(answer)
+        return outcome
+    }
+
+    /// The current session, refreshed first when its token has expired or expires within
+    /// `margin`: what a request about to be signed needs.
+    ///
+    /// ```swift
+    /// func authorizationHeader() async throws -> String? {
+    ///     let session = try await appEnvironment.validSession { session in
+    ///         .refreshed(token: try await api.refresh(session.token))
+    ///     }
+    ///     return session.map { "Bearer \($0.token.secret)" }
+    /// }
+    /// ```
+    ///
+    /// The refresh is `refreshSession(account:using:)`'s: requests that find the token
+    /// expiring at the same time share one refresh. A token without an expiry date is never
+    /// refreshed here; a `AuthState.restored` session that hasn't expired is returned as it is.
+    /// A session `AuthState.awaitingToken` is completed from the autosave store when its token
+    /// can be read; otherwise this returns `nil`.
+    ///
+    /// - Parameters:
+    ///   - margin: How long before its expiry a token counts as expired; a minute by default.
+    ///   - isolation: The actor `refresh` runs on; the caller's, by default.
+    ///   - fileID: The calling file, recorded in the `FrameOrigin` of a frame a refresh makes.
+    ///   - line: The calling line, recorded with it.
+    ///   - refresh: Asks the server about the session.
+    /// - Returns: The session after the refresh, if one was needed; `nil` when nobody is logged
+    ///   in or the refresh ended the session.
+    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    public func validSession<E: Error>(
+        refreshingWithin margin: Duration = .seconds(60),
+        isolation: isolated (any Actor)? = #isolation,
+        fileID: StaticString = #fileID,
+        line: UInt = #line,
+        using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
+    ) async throws(E) -> UserSession<App.User>? {
+        if current.session?.state == .awaitingToken, !completeAwaitingToken(at: (fileID, line)) { return nil }
+        let environment = current
+        guard let session = environment.session, session.state != .awaitingToken else { return nil }
+        let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
+        guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
+        _ = try await refreshSession(expecting: session.token, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
+        return current.session
+    }
+
+    /// The autosave store, when the calling task acts on the global stack and the store has a
+    /// lock file beside which other processes and stacks take the refresh lease.
+    private func sharedSessions() -> SessionStore<App>? {
+        autosaveStore().flatMap { $0.lock.refreshPath == nil ? nil : $0 }
+    }
+
+    /// The autosave store, when the calling task acts on the global stack and the store leaves
+    /// refreshing to another process (`refreshesTokens: false`).
+    private func readOnlySessions() -> SessionStore<App>? {
+        autosaveStore().flatMap { $0.refreshesTokens ? nil : $0 }
+    }
+
+    /// Waits for this stack's turn to refresh the account named `name` saved in `sessions`,
+    /// after saving what autosave still has to save (so the others see this stack's token).
+    private func beginSharedRefresh(_ sessions: SessionStore<App>?, account name: String) async -> SessionLock.Lease? {
+        guard let sessions else { return nil }
+        await autosave.flush()
+        return await sessions.lock.beginRefresh(for: name)
+    }
+
+    /// The token that another process or stack sharing `sessions` saved in place of
+    /// `session`'s while this one waited for its turn, as a refresh's answer; `nil` when the
+    /// store still holds `session`'s token, or holds no usable one.
+    ///
+    /// NB: a session that is gone from the store is not taken as ended: the server decides that.
+    private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
+        guard let sessions, let snapshot = (try? sessions.load()) ?? nil,
+              let stored = snapshot.accounts.session(named: App.accountID(of: session.user)),
+              stored.state != .awaitingToken, stored.token.secret != session.token.secret
+        else { return nil }
+        return .refreshed(token: stored.token, user: stored.user)
+    }
+
+    /// Reads the token of a session `AuthState.awaitingToken` from the autosave store, when
+    /// its secret store can be read again. Returns whether the session has its token now.
+    private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
+        guard let snapshot = (try? autosaveStore()?.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session,
+              !snapshot.accounts.isAwaitingToken
+        else { return false }
+        run(.tokenReadable(loaded, others: snapshot.otherAccounts), fileID: site.fileID, line: site.line)
+        return true
+    }
+
+    /// Applies a refresh's answer about `session` to the calling task's stack. A caller that
+    /// `joined` another's refresh finds the answer already applied when both act on one stack.
+    private func apply(
+        _ answer: SessionRefresh<App.User>,
+        to session: UserSession<App.User>,
+        expired: Bool,
+        joined: Bool,
+        at site: (fileID: StaticString, line: UInt)
+    ) -> SessionRefreshOutcome {
+        let outcome = run(SessionMachine.event(answering: answer, about: session.token), fileID: site.fileID, line: site.line)
+        return SessionMachine.refreshOutcome(answer, outcome, expired: expired, joined: joined)
+    }
+}

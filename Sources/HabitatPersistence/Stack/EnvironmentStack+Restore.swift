@@ -1,0 +1,98 @@
+import Foundation
+public import Habitat
+
+extension EnvironmentStack {
+    /// Saves the current environment's session and configuration to `sessions`.
+    ///
+    /// - Parameter sessions: Where to save.
+    /// - Throws: ``SnapshotError/store(_:)`` when a store fails; the stack is unchanged.
+    public func save(to sessions: SessionStore<App>) throws(SnapshotError) {
+        // In a test's scope, to the test's own storage (see `TestStorage`).
+        if let storage = TestStorage<App>.current {
+            let target = storage.resolve(sessions)
+            try target.save(current)
+            return storage.recordSave(to: target)
+        }
+        try autosave.save({ current }, to: sessions) { stored, others, replacing in
+            adoptStoredSession(stored, others: others, replacing: replacing)
+        }
+    }
+
+    /// Restores a saved session and configuration into the current environment.
+    ///
+    /// The restored session is `AuthState.restored` until `refreshSession(account:using:)`
+    /// confirms it; `SessionDependent` services receive its token. When the secret store
+    /// can't be read, it is `AuthState.awaitingToken` instead (see
+    /// ``SessionStore/load()``), and restoring again later completes it. When nothing was saved, the
+    /// stack is unchanged. When the saved app was logged out, the configuration is restored and
+    /// nobody is logged in. Observers see one change of kind `EnvironmentChangeKind.restore`.
+    ///
+    /// ```swift
+    /// if let snapshot = try appEnvironment.restore(from: sessions),
+    ///    let session = snapshot.session, session.isExpired(at: Date()) {
+    ///     // show the login screen, or refresh first
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - sessions: Where to restore from.
+    ///   - fileID: The calling file, recorded in the frame's `FrameOrigin`.
+    ///   - line: The calling line, recorded with it.
+    /// - Returns: What was restored, or `nil` when nothing was saved.
+    /// - Throws: ``SnapshotError``; the stack and the stored data are unchanged then.
+    @discardableResult
+    public func restore(
+        from sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) throws(SnapshotError) -> SessionSnapshot<App>? {
+        // In a test's scope, from the test's own storage (see `TestStorage`).
+        let storage = TestStorage<App>.current
+        let snapshot = try (storage?.resolve(sessions) ?? sessions).load()
+        storage?.record(.restored(snapshot))
+        guard let snapshot else { return nil }
+        run(.restored(snapshot.accounts, config: snapshot.config), fileID: fileID, line: line)
+        // NB: after the stack holds it (see `Autosave.save`); never a test's store.
+        if storage == nil, let known = snapshot.known { autosave.knowledge = known }
+        return snapshot
+    }
+
+    /// Signs the current user out and saves that to `sessions` before returning, so the caller
+    /// learns whether it reached the store.
+    ///
+    /// The token and every stray copy of it are removed first: when the snapshot can't be
+    /// written after that (a read-only directory, a full disk), no relaunch restores the
+    /// session, because a snapshot whose token is gone restores logged out. With autosave on,
+    /// `logout()` does the same on autosave's queue; this form is for a logout
+    /// button that must say whether it worked.
+    ///
+    /// ```swift
+    /// do {
+    ///     try appEnvironment.logout(savingTo: sessions)
+    /// } catch {
+    ///     print("logged out here, but the store said: \(error)")
+    /// }
+    /// ```
+    ///
+    /// If another process (or another stack on the store) signed a different session in since
+    /// this stack last saved or restored, that session is kept and this stack takes it (a
+    /// `EnvironmentChangeKind.storeChanged` change): a stack that missed a change never undoes it.
+    /// - Parameters:
+    ///   - sessions: The store to save the logged-out state to.
+    ///   - fileID: The calling file, recorded in the frame's `FrameOrigin`.
+    ///   - line: The calling line, recorded with it.
+    /// - Returns: The session that ended, or `nil` when nobody was logged in.
+    /// - Throws: ``SnapshotError/store(_:)`` when the store couldn't be written. This process is
+    ///   logged out all the same. If the secret store refused to remove the token, a relaunch may
+    ///   still restore the session: try again.
+    @discardableResult
+    public func logout(
+        savingTo sessions: SessionStore<App>,
+        fileID: StaticString = #fileID,
+        line: UInt = #line
+    ) throws(SnapshotError) -> UserSession<App.User>? {
+        let ended = logout(fileID: fileID, line: line)
+        try save(to: sessions)
+        return ended
+    }
+}
