@@ -60,4 +60,11 @@ for graph in graphs.glob("*.symbols.json"):
 print(f"  {module}: {count} public symbols")
 PY
 done
+# The public surface as issue 45 budgets it: declarations that carry `public` or `open` (imports
+# aside), counted in each product's own sources.
+for entry in Habitat:150 HabitatPersistence:120 HabitatTesting:50 HabitatKeychain:- HabitatOperators:-; do
+    module=${entry%%:*} budget=${entry#*:}
+    count=$(grep -rhE '^\s*(@[A-Za-z_]+(\([^)]*\))?\s+)*(public|open)\s' "Sources/$module" --include='*.swift' | grep -cvE '^\s*(@[A-Za-z_]+\s+)*public import\b' || true)
+    if [ "$budget" = - ]; then echo "public declarations: $module $count"; else echo "public declarations: $module $count (budget $budget)"; fi
+done
 exit $status

@@ -43,7 +43,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "HabitatHummingbird", package: "HabitatHummingbird"),
-                .product(name: "HabitatSessions", package: "HabitatHummingbird"),
+                .product(name: "HabitatServerSessions", package: "HabitatHummingbird"),
                 .product(name: "HabitatPostgres", package: "HabitatHummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),

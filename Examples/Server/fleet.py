@@ -35,7 +35,7 @@ from throwaway_postgres import Cluster, free_port
 
 
 def stored_key(session_id):
-    """The key HabitatSessions stores a session under: the ID's SHA-256, base64url, unpadded."""
+    """The key HabitatServerSessions stores a session under: the ID's SHA-256, base64url, unpadded."""
     return base64.urlsafe_b64encode(hashlib.sha256(session_id.encode()).digest()).decode().rstrip("=")
 
 

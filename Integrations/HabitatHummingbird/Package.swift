@@ -22,7 +22,7 @@ let package = Package(
         .library(name: "HabitatHummingbird", targets: ["HabitatHummingbird"]),
         // Sessions shared by a fleet of instances: the backend protocol, versioned typed
         // sessions, fleet-wide refresh leases and an in-memory backend (no database).
-        .library(name: "HabitatSessions", targets: ["HabitatSessions"]),
+        .library(name: "HabitatServerSessions", targets: ["HabitatServerSessions"]),
         // The same on PostgreSQL.
         .library(name: "HabitatPostgres", targets: ["HabitatPostgres"]),
     ],
@@ -45,18 +45,18 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
-        .target(name: "HabitatSessions", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HabitatServerSessions", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "HabitatPostgres",
             dependencies: [
-                "HabitatSessions",
+                "HabitatServerSessions",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
-            name: "HabitatSessionsTests",
-            dependencies: ["HabitatSessions", "HabitatPostgres"]
+            name: "HabitatServerSessionsTests",
+            dependencies: ["HabitatServerSessions", "HabitatPostgres"]
         ),
         .testTarget(
             name: "HabitatHummingbirdTests",

@@ -106,7 +106,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     }
 
     /// The token's key in `secrets`: the active account's.
-    public var tokenKey: String { key + ".token" }
+    package var tokenKey: String { key + ".token" }
 
     /// The key in `secrets` of the token of a signed-in account that isn't the active one:
     /// `"\(tokenKey).\(name)"`, `name` being the account's (`EnvironmentSchema.accountID(of:)`).

@@ -1,6 +1,6 @@
 import Foundation
 public import Habitat
-public import HabitatSessions
+public import HabitatServerSessions
 public import Logging
 
 // The server's world, as Habitat sees it: the signed-in member, the configuration, and the

@@ -2,7 +2,7 @@ public import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import HabitatSessions
+import HabitatServerSessions
 import Logging
 import ServiceLifecycle
 

@@ -3,7 +3,7 @@ import Foundation
 import Habitat
 import HabitatHummingbird
 import HabitatPostgres
-import HabitatSessions
+import HabitatServerSessions
 public import Hummingbird
 import Logging
 import NIOCore

@@ -1,6 +1,6 @@
 import Foundation
 import Habitat
-import HabitatSessions
+import HabitatServerSessions
 public import Hummingbird
 import Logging
 import Synchronization

@@ -1,7 +1,7 @@
 import Foundation
 import Habitat
 import Hummingbird
-import HabitatSessions
+import HabitatServerSessions
 import HummingbirdTesting
 import ServerApp
 import Testing

@@ -1,5 +1,5 @@
 public import Foundation
-public import HabitatSessions
+public import HabitatServerSessions
 public import Logging
 public import PostgresNIO
 

@@ -1,5 +1,5 @@
 import Foundation
-import HabitatSessions
+import HabitatServerSessions
 import Testing
 
 /// No public value of the add-on prints a session ID whole, or a session's value (which may

@@ -1,6 +1,6 @@
 import Foundation
 import HabitatPostgres
-import HabitatSessions
+import HabitatServerSessions
 import Testing
 
 /// The backend contract, on every available backend (`Backend.available`).

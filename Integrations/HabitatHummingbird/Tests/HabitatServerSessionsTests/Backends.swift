@@ -1,6 +1,6 @@
 import Foundation
 import HabitatPostgres
-import HabitatSessions
+import HabitatServerSessions
 import Logging
 import PostgresNIO
 import Testing
