@@ -37,4 +37,5 @@ extension SessionMachine {
         case (.ended, .unchanged): joined ? .ended(expired: expired) : .superseded
         case (_, .superseded), (_, .refused): .superseded
         }
-    }}
+    }
+}
