@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "HabitatPersistence", targets: ["HabitatPersistence"]),
         .library(name: "HabitatOperators", targets: ["HabitatOperators"]),
         .library(name: "HabitatTesting", targets: ["HabitatTesting"]),
+        .library(name: "HabitatPersistenceTesting", targets: ["HabitatPersistenceTesting"]),
         .library(name: "HabitatKeychain", targets: ["HabitatKeychain"]),
         .executable(name: "habitat-demo", targets: ["SessionDemo"]),
     ],
@@ -27,15 +28,18 @@ let package = Package(
         // other modules, and apps that keep tokens elsewhere don't link it.
         .target(name: "HabitatKeychain", dependencies: ["HabitatPersistence"]),
         // Mocks and test helpers; the only target that imports XCTest and Testing.
-        .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatPersistence", "HabitatKeychain"]),
+        .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatPersistence"]),
+        // Test doubles of the persistence product: stores that record and fail on demand, and a
+        // model of the Keychain for the Keychain store.
+        .target(name: "HabitatPersistenceTesting", dependencies: ["Habitat", "HabitatPersistence", "HabitatKeychain"]),
 
         .target(name: "SessionDemoKit", dependencies: ["Habitat", "HabitatPersistence"], path: "Examples/SessionDemoKit"),
         .executableTarget(name: "SessionDemo", dependencies: ["SessionDemoKit"], path: "Examples/SessionDemo"),
 
         // NB: tests that need a child process run a fixture test of the test bundle itself
         // (see Tests/HabitatTests/StoreWorker.swift): helper executables would be products.
-        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatKeychain", "HabitatOperators"]),
-        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting"]),
+        .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatPersistenceTesting", "HabitatKeychain", "HabitatOperators"]),
+        .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatPersistenceTesting"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
         // Habitat beside the modules an Apple app imports (stand-ins for Security, SwiftUI,
         // Alamofire...) is checked by a package of its own, Tests/Compatibility, which CI runs.

@@ -67,7 +67,7 @@ PLACED = re.compile(r"`((Sources|Tests)/([^/`]+)/([^`]+\.swift))`")
 # Integrations/...): a block naming one of their files must be in it, verbatim.
 MODULAR = re.compile(r"`((?:Examples|Integrations)/[^`]+\.swift)`")
 ROLES = {"MyApp": "app", "MyAppTests": "test", "my-app": "main"}
-TEST_ONLY = re.compile(r"^(@testable )?import (Testing|XCTest|HabitatTesting)\b", re.M)
+TEST_ONLY = re.compile(r"^(@testable )?import (Testing|XCTest|HabitatTesting|HabitatPersistenceTesting)\b", re.M)
 
 
 def fail(message):
@@ -261,7 +261,7 @@ def generate():
             targets.append(f'        .executableTarget(name: "{name}Program", dependencies: ["{name}App", habitat, persistence, keychain], path: "{name}Program"),')
             programs.append(f"{name}Program")
         if tests.exists():
-            targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}App", testing], path: "{name}Tests"),')
+            targets.append(f'        .testTarget(name: "{name}Tests", dependencies: ["{name}App", testing, persistenceTesting], path: "{name}Tests"),')
 
     write_package(OUT, targets)
     return targets, programs, skipped, report, apple, total
@@ -275,6 +275,7 @@ import PackageDescription
 
 let habitat: Target.Dependency = .product(name: "Habitat", package: "{package}")
 let testing: Target.Dependency = .product(name: "HabitatTesting", package: "{package}")
+let persistenceTesting: Target.Dependency = .product(name: "HabitatPersistenceTesting", package: "{package}")
 let persistence: Target.Dependency = .product(name: "HabitatPersistence", package: "{package}")
 let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{package}")
 

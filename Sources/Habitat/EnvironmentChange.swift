@@ -57,19 +57,16 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
 public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline let staticName: StaticString
 
-    /// A short name, such as `"push"` or `"login"`.
-    public var name: String { staticName.description }
-
     /// Creates a kind with a name.
     /// - Parameter name: A short name for the kind of change.
     @inlinable
     public init(_ name: StaticString) { self.staticName = name }
 
     /// Whether two kinds have the same name.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.name == rhs.name }
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.description == rhs.description }
 
     /// Hashes the kind's name.
-    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(description) }
 
     /// A new environment was pushed on top.
     @inlinable public static var push: Self { Self("push") }
@@ -101,11 +98,6 @@ public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible
     /// `EnvironmentStack.refreshSession(account:using:)`).
     @inlinable public static var refresh: Self { Self("refresh") }
 
-    /// The kind's name.
-    public var description: String { name }
-}
-
-extension EnvironmentChange {
-    /// What happened to the stack.
-    public typealias Kind = EnvironmentChangeKind
+    /// The kind's short name, such as `"push"` or `"login"`.
+    public var description: String { staticName.description }
 }

@@ -48,7 +48,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomR
     public var customMirror: Mirror {
         Mirror(
             self,
-            children: ["operation": operation.name, "label": label as Any, "fileID": fileID, "line": line],
+            children: ["operation": operation.description, "label": label as Any, "fileID": fileID, "line": line],
             displayStyle: .struct
         )
     }

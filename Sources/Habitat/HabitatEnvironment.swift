@@ -97,7 +97,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     }
 
     /// The signed-in session, or `nil` when logged out. Setting it tells ``SessionDependent``
-    /// services, as ``setSession(user:token:)`` and ``clearSession()`` do, and signs out the
+    /// services, as ``setSession(user:token:)`` does, and signs out the
     /// account's other session in ``otherAccounts``, if it had one.
     @inlinable
     public var session: UserSession<App.User>? {

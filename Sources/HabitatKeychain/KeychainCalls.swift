@@ -6,7 +6,7 @@ public import Foundation
 /// On Apple platforms, `system` calls `SecItemAdd`, `SecItemCopyMatching`, `SecItemUpdate`
 /// and `SecItemDelete`, and does nothing else: every decision (what a status means, how a write
 /// keeps the old secret) is the store's, and runs the same under a model on Linux.
-/// `HabitatTesting`'s `SimulatedKeychain` is such a model.
+/// `HabitatPersistenceTesting`'s `SimulatedKeychain` is such a model.
 ///
 /// ```swift
 /// let keychain = SimulatedKeychain()

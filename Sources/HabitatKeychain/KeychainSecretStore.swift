@@ -31,7 +31,7 @@ public import HabitatPersistence
 ///
 /// The Keychain calls go through the `calls` given to
 /// ``init(service:accessGroup:accessibility:reportsMissingReliably:calls:)``; tests pass a model
-/// of the Keychain there (`HabitatTesting`'s `SimulatedKeychain`) and never reach a real keychain.
+/// of the Keychain there (`HabitatPersistenceTesting`'s `SimulatedKeychain`) and never reach a real keychain.
 public final class KeychainSecretStore: SecretStore {
     /// The items' service (`kSecAttrService`).
     public let service: String

@@ -1,6 +1,7 @@
 import Foundation
 import Habitat
 import HabitatPersistence
+import HabitatPersistenceTesting
 import HabitatKeychain
 import HabitatTesting
 import Testing

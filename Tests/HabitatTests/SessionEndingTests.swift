@@ -1,6 +1,7 @@
 import Foundation
 import HabitatTesting
 import HabitatPersistence
+import HabitatPersistenceTesting
 import Testing
 
 #if canImport(Glibc)

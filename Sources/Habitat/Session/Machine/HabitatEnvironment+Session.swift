@@ -1,8 +1,9 @@
 // The session as a field of a value: an environment with someone signed in, or nobody.
 //
-// NB: these edit a value and record nothing; the stack's `login(user:token:)`, `logout()` and
-// `updateCurrentUser(_:)` are the transitions (a frame, a change, autosave). The names differ
-// on purpose: `setSession` never reads like `login`.
+// NB: this edits a value and records nothing; the stack's `login(user:token:)` is the transition
+// (a frame, a change, autosave). The names differ on purpose: `setSession` never reads like
+// `login`. Signing out of a value, or changing its user, is the `session` property's setter:
+// `environment.session = nil`, `environment.session?.user = user`.
 extension HabitatEnvironment {
     /// Signs `user` in, in place: the session becomes `user` with `token`,
     /// ``AuthState/authenticated``, and ``SessionDependent`` services receive it.
@@ -21,24 +22,6 @@ extension HabitatEnvironment {
     @inlinable
     public mutating func setSession(user: App.User, token: AuthToken) {
         session = UserSession(user: user, token: token, state: .authenticated)
-    }
-
-    /// Signs the current user out, in place; ``SessionDependent`` services are told nobody is
-    /// signed in.
-    @inlinable
-    public mutating func clearSession() {
-        session = nil
-    }
-
-    /// Replaces the signed-in user, in place, keeping the token and the auth state.
-    /// - Parameter user: The new user data.
-    /// - Throws: ``SessionError/notLoggedIn(operation:)`` when nobody is logged in; the
-    ///   environment is unchanged then.
-    @inlinable
-    public mutating func setCurrentUser(_ user: App.User) throws(SessionError) {
-        guard var current = activeSession else { throw .notLoggedIn(operation: "setCurrentUser") }
-        current.user = user
-        session = current
     }
 }
 

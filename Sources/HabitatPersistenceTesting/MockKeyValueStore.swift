@@ -1,5 +1,6 @@
 public import Foundation
 import Habitat
+public import HabitatPersistence
 
 /// A `KeyValueStore` for tests that records every operation in order and can be told to fail.
 ///

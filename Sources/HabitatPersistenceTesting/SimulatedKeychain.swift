@@ -1,6 +1,7 @@
 public import Foundation
 public import HabitatKeychain
 import Habitat
+import HabitatPersistence
 
 /// A model of the Keychain's documented behaviour, for testing a `KeychainSecretStore` (and an
 /// app's locked launches) on any platform without touching a real keychain.
