@@ -7,7 +7,8 @@ public import PostgresNIO
 /// database they already share.
 ///
 /// Two tables (``migrate()`` creates them): `habitat_sessions` (id, data, version, expires) and
-/// `habitat_leases` (name, holder, deadline). Through `ServerSessions`, a session's `id` column
+/// `habitat_leases` (name, holder, deadline), and a trigger that tells every committed change
+/// of a session on the channel `habitat_sessions` (``PostgresSessionChanges`` listens to it). Through `ServerSessions`, a session's `id` column
 /// holds the SHA-256 of its ID (`StoredSession.key(for:)`), never the ID itself. Each operation
 /// is one statement, so it needs no transaction and holds no lock past itself:
 ///
@@ -57,6 +58,21 @@ public struct PostgresSessionBackend: SessionBackend {
                         id text PRIMARY KEY, data bytea NOT NULL, version bigint NOT NULL, expires timestamptz NOT NULL
                     );
                     CREATE TABLE IF NOT EXISTS habitat_leases (name text PRIMARY KEY, holder text NOT NULL, deadline timestamptz NOT NULL);
+                    -- The change feed (PostgresSessionChanges): every committed write or removal,
+                    -- whoever made it, as "<id> <version>" or "<id> -".
+                    CREATE OR REPLACE FUNCTION habitat_sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
+                    BEGIN
+                        IF TG_OP = 'DELETE' THEN
+                            PERFORM pg_notify('habitat_sessions', OLD.id || ' -');
+                        ELSE
+                            PERFORM pg_notify('habitat_sessions', NEW.id || ' ' || NEW.version);
+                        END IF;
+                        RETURN NULL;
+                    END $f$;
+                    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'habitat_sessions_changed') THEN
+                        CREATE TRIGGER habitat_sessions_changed AFTER INSERT OR UPDATE OR DELETE ON habitat_sessions
+                            FOR EACH ROW EXECUTE FUNCTION habitat_sessions_notify();
+                    END IF;
                 END $$
                 """, logger: logger)
         }
@@ -95,10 +111,11 @@ public struct PostgresSessionBackend: SessionBackend {
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         let row = try await run {
             try await client.query(
-                "SELECT data, version FROM habitat_sessions WHERE id = \(id) AND expires > now()", logger: logger
-            ).first(decoding: (Data, Int64).self)
+                "SELECT data, version, EXTRACT(EPOCH FROM expires - now())::float8 FROM habitat_sessions WHERE id = \(id) AND expires > now()",
+                logger: logger
+            ).first(decoding: (Data, Int64, Double).self)
         }
-        return row.map { StoredSession(id: id, data: $0.0, version: $0.1) }
+        return row.map { StoredSession(id: id, data: $0.0, version: $0.1, expiresIn: .milliseconds(Int64($0.2 * 1000))) }
     }
 
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
@@ -219,10 +236,12 @@ extension PostgresRowSequence {
         return first
     }
 
-    /// The first row decoded as `(A, B)`, or `nil` for no row.
-    func first<A: PostgresDecodable & Sendable, B: PostgresDecodable & Sendable>(decoding _: (A, B).Type) async throws -> (A, B)? {
-        var first: (A, B)?
-        for try await value in decode((A, B).self) where first == nil { first = value }
+    /// The first row decoded as `(A, B, C)`, or `nil` for no row.
+    func first<A: PostgresDecodable & Sendable, B: PostgresDecodable & Sendable, C: PostgresDecodable & Sendable>(
+        decoding _: (A, B, C).Type
+    ) async throws -> (A, B, C)? {
+        var first: (A, B, C)?
+        for try await value in decode((A, B, C).self) where first == nil { first = value }
         return first
     }
 }

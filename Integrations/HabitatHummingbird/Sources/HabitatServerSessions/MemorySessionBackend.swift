@@ -14,8 +14,22 @@ public final class MemorySessionBackend: SessionBackend {
     }
 
     private struct State {
-        var sessions: [String: Entry] = [:]
+        var sessions: [String: Entry] = [:] {
+            didSet { changed(oldValue) }
+        }
         var leases: [String: (holder: String, deadline: ContinuousClock.Instant)] = [:]
+        var followers: [UInt64: @Sendable (SessionChange) -> Void] = [:]
+        var nextFollower: UInt64 = 0
+        /// The changes made under the lock, told once it is released.
+        var told: [SessionChange] = []
+
+        mutating func changed(_ old: [String: Entry]) {
+            guard !followers.isEmpty else { return }
+            for (id, entry) in sessions where old[id]?.session.version != entry.session.version {
+                told.append(.changed(id: id, version: entry.session.version))
+            }
+            for id in old.keys where sessions[id] == nil { told.append(.changed(id: id, version: nil)) }
+        }
     }
 
     private let state = LockedBox(State())
@@ -24,7 +38,17 @@ public final class MemorySessionBackend: SessionBackend {
     public init() {}
 
     private func withState<R>(_ body: (inout State, ContinuousClock.Instant) throws(SessionBackendError) -> R) throws(SessionBackendError) -> R {
-        try state.withLock { (state) throws(SessionBackendError) in try body(&state, clock.now) }
+        var told: [SessionChange] = []
+        var followers: [@Sendable (SessionChange) -> Void] = []
+        defer { for change in told { for follower in followers { follower(change) } } }
+        return try state.withLock { (state) throws(SessionBackendError) in
+            defer {
+                told = state.told
+                state.told.removeAll()
+                if !told.isEmpty { followers = Array(state.followers.values) }
+            }
+            return try body(&state, clock.now)
+        }
     }
 
     /// The live entry `id`; an expired one is dropped.
@@ -47,7 +71,12 @@ public final class MemorySessionBackend: SessionBackend {
     }
 
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
-        try withState { state, now in Self.live(id, in: &state, at: now)?.session }
+        try withState { state, now in
+            guard let entry = Self.live(id, in: &state, at: now) else { return nil }
+            var session = entry.session
+            session.expiresIn = entry.expires - now
+            return session
+        }
     }
 
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
@@ -114,5 +143,23 @@ public final class MemorySessionBackend: SessionBackend {
             state.sessions = state.sessions.filter { $0.value.expires > now }
             return before - state.sessions.count
         }
+    }
+}
+
+extension MemorySessionBackend: SessionChanges {
+    /// Tells `handle` of every write and removal made through this backend, until the calling
+    /// task is cancelled: live at once (one process sees all its own changes).
+    public func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async {
+        let id = state.withLock { state in
+            state.nextFollower += 1
+            state.followers[state.nextFollower] = handle
+            return state.nextFollower
+        }
+        handle(.live)
+        // NB: a stream that never yields, so the wait ends with the task's cancellation.
+        let (wait, open) = AsyncStream<Never>.makeStream()
+        for await _ in wait {}
+        open.finish()
+        _ = state.withLock { $0.followers.removeValue(forKey: id) }
     }
 }

@@ -89,11 +89,26 @@ public struct StoredSession: Sendable, Hashable {
     public var data: Data
     /// Counts the writes: 1 when created, one more for each ``SessionBackend/set(id:data:expiresIn:expectedVersion:)``.
     public var version: Int64
+    /// How long the session had to live when it was read, if the backend says
+    /// (``SessionBackend/get(id:)`` of both backends does): what ``CachedSessionBackend`` keeps
+    /// a copy for, at most. Not part of the stored value: two reads of one version are equal.
+    public var expiresIn: Duration?
 
-    public init(id: String, data: Data, version: Int64) {
+    public init(id: String, data: Data, version: Int64, expiresIn: Duration? = nil) {
         self.id = id
         self.data = data
         self.version = version
+        self.expiresIn = expiresIn
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.id == rhs.id && lhs.data == rhs.data && lhs.version == rhs.version
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(data)
+        hasher.combine(version)
     }
 }
 

@@ -18,10 +18,12 @@ import Testing
         "RequestID": "a random request identifier, not a credential",
         "Key": "a task-local's key",
         "LeaseClaim": "a lease's name and holder, not a credential",
+        "SessionChange": "a stored session's key (the ID's hash) and version",
+        "PostgresSessionChanges": "a connection pool and a duration",
     ]
 
     /// Public types checked below.
-    static let checked: Set<String> = ["ServerSession", "StoredSession", "SessionBackendError"]
+    static let checked: Set<String> = ["ServerSession", "StoredSession", "SessionBackendError", "CachedSessionBackend"]
 
     @Test func everyPublicTypeIsCheckedOrSaysWhyItHoldsNoSecret() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized
@@ -51,6 +53,14 @@ import Testing
         ]
         for value in [session, stored, backend] + errors as [Any] {
             expectRedacted(value, secrets: [Self.secret, session.id])
+        }
+        // A cache holding a copy of the session.
+        let cache = CachedSessionBackend(backend, changes: backend)
+        try await following(cache) {
+            _ = try await cache.get(id: StoredSession.key(for: session.id))
+            _ = try await cache.get(id: StoredSession.key(for: session.id))
+            #expect(cache.counts.hits == 1, "the copy is there")
+            expectRedacted(cache, secrets: [Self.secret, session.id])
         }
     }
 

@@ -1,0 +1,232 @@
+public import Foundation
+
+/// A backend's change feed: every write and removal of a session, from any instance, as the
+/// store commits it.
+///
+/// `PostgresSessionBackend`'s is `PostgresSessionChanges` (`LISTEN`/`NOTIFY`, fed by a trigger
+/// on the sessions table); ``MemorySessionBackend`` is its own (one process: its own writes).
+public protocol SessionChanges: Sendable {
+    /// Tells `handle` of every change until the calling task is cancelled.
+    ///
+    /// The feed says ``SessionChange/live`` once it is sure to see every change from then on,
+    /// and ``SessionChange/lost(_:)`` as soon as it may have missed one (a dropped connection,
+    /// a heartbeat that didn't come back); then `live` again once it is back.
+    func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async
+}
+
+/// What a ``SessionChanges`` feed saw.
+public enum SessionChange: Sendable, Equatable {
+    /// Every change from now on will be told.
+    case live
+    /// Changes may have been missed since the last `live`; `reason` says why, for the logs.
+    case lost(String)
+    /// Session `id` (its stored key) was written, now at `version`; `nil` when it was removed.
+    case changed(id: String, version: Int64?)
+}
+
+/// A ``SessionBackend`` that keeps, on this instance, the sessions it serves, kept coherent by
+/// the backend's change feed: a request whose session is cached reads nothing from the store.
+///
+/// ```swift
+/// let backend = PostgresSessionBackend(client: client)
+/// let cached = CachedSessionBackend(backend, changes: PostgresSessionChanges(client: client))
+/// let sessions = ServerSessions<MemberSession>(backend: cached)
+/// // beside the server: try await cached.follow()   (a service of the application)
+/// ```
+///
+/// Its promises:
+/// - **Nothing revoked is served.** A copy is used only while the feed is ``SessionChange/live``;
+///   a change told by the feed drops the copy of that session, a lost feed drops every copy and
+///   sends every read to the store until the feed is live again. A sign-out at another
+///   instance is refused here as soon as its notification arrives.
+/// - **No stale copy.** A read's answer is kept only if no change arrived while it was read; an
+///   instance's own write drops its copy (the next read takes the new version).
+/// - **No copy outlives its session**: each is kept until the session's expiry as read.
+///
+/// Writes, leases and purges go to the backend unchanged.
+public final class CachedSessionBackend: SessionBackend {
+    /// The backend every miss and every write goes to.
+    public let base: any SessionBackend
+    /// The feed that keeps the copies coherent.
+    public let changes: any SessionChanges
+
+    private struct Copy {
+        var session: StoredSession
+        var until: ContinuousClock.Instant
+    }
+
+    /// The reads of one session under way, and the changes told of it since the first began.
+    private struct Pending {
+        var readers = 0
+        var changes: UInt64 = 0
+    }
+
+    private struct State {
+        var live = false
+        /// Counts the feed going live or lost: a read keeps its answer only if neither happened
+        /// meanwhile, and no change of its session (`pending`).
+        var epoch: UInt64 = 0
+        var pending: [String: Pending] = [:]
+        var copies: [String: Copy] = [:]
+        var hits = 0
+        var misses = 0
+        var lostReason: String?
+    }
+
+    /// A read the copies couldn't answer, and what it saw when it started.
+    private struct Missed: Error {
+        var epoch: UInt64
+        var changes: UInt64
+    }
+
+    private let state = LockedBox(State())
+    private let clock = ContinuousClock()
+    private let onLost: @Sendable (String) -> Void
+
+    /// - Parameters:
+    ///   - base: Where the sessions are.
+    ///   - changes: The backend's change feed; run it with ``follow()``.
+    ///   - onLost: Told, once per outage, why the feed stopped being live (for the logs); reads
+    ///     go to the store until it is back.
+    public init(_ base: any SessionBackend, changes: any SessionChanges, onLost: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.base = base
+        self.changes = changes
+        self.onLost = onLost
+    }
+
+    /// Follows the feed until the calling task is cancelled: run it beside the server. Until
+    /// it runs (and while its feed is down) every read goes to the store.
+    public func follow() async {
+        await changes.follow { [weak self] change in self?.take(change) }
+        state.withLock { state in
+            state.live = false
+            state.copies.removeAll()
+        }
+    }
+
+    /// Reads served from a copy, and reads that went to the store, since the start.
+    public var counts: (hits: Int, misses: Int) {
+        state.withLock { ($0.hits, $0.misses) }
+    }
+
+    /// Whether copies are in use: the feed is live.
+    public var isLive: Bool { state.withLock { $0.live } }
+
+    private func take(_ change: SessionChange) {
+        let lost: String? = state.withLock { state in
+            switch change {
+            case .live:
+                state.epoch &+= 1
+                state.live = true
+                state.lostReason = nil
+                return nil
+            case .lost(let reason):
+                let first = state.live || state.lostReason == nil
+                state.epoch &+= 1
+                state.live = false
+                state.copies.removeAll()
+                state.lostReason = reason
+                return first ? reason : nil
+            case .changed(let id, let version):
+                state.pending[id]?.changes &+= 1
+                if let copy = state.copies[id], version.map({ copy.session.version < $0 }) ?? true {
+                    state.copies[id] = nil
+                }
+                return nil
+            }
+        }
+        if let lost { onLost(lost) }
+    }
+
+    public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
+        let now = clock.now
+        let lookup: Result<StoredSession, Missed> = state.withLock { state in
+            if state.live, let copy = state.copies[id], copy.until > now {
+                state.hits += 1
+                return .success(copy.session)
+            }
+            state.misses += 1
+            state.pending[id, default: Pending()].readers += 1
+            return .failure(Missed(epoch: state.epoch, changes: state.pending[id]?.changes ?? 0))
+        }
+        let missed: Missed
+        switch lookup {
+        case .success(let copy): return copy
+        case .failure(let miss): missed = miss
+        }
+        let read: StoredSession?
+        do {
+            read = try await base.get(id: id)
+        } catch {
+            finish(id, missed, keeping: nil, now: now)
+            throw error
+        }
+        finish(id, missed, keeping: read, now: now)
+        return read
+    }
+
+    /// Ends a read of session `id`: keeps `read` as its copy, unless the feed went live or lost,
+    /// or a change of the session was told, while it was read (that change may be newer).
+    private func finish(_ id: String, _ missed: Missed, keeping read: StoredSession?, now: ContinuousClock.Instant) {
+        state.withLock { state in
+            guard var pending = state.pending[id] else { return }
+            let overtaken = pending.changes != missed.changes || state.epoch != missed.epoch
+            pending.readers -= 1
+            state.pending[id] = pending.readers == 0 ? nil : pending
+            if state.live, !overtaken, let read, let expiresIn = read.expiresIn {
+                state.copies[id] = Copy(session: read, until: now + expiresIn)
+            }
+        }
+    }
+
+    public func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        try await dropping(id) { () throws(SessionBackendError) in try await base.create(id: id, data: data, expiresIn: expiresIn) }
+    }
+
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        try await dropping(id) { () throws(SessionBackendError) in
+            try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
+        }
+    }
+
+    public func remove(id: String) async throws(SessionBackendError) {
+        try await dropping(id) { () throws(SessionBackendError) in try await base.remove(id: id) }
+    }
+
+    public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try await dropping(id) { () throws(SessionBackendError) in
+            try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
+        }
+    }
+
+    public func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) {
+        try await dropping(id) { () throws(SessionBackendError) in try await base.remove(id: id, fencedBy: claim) }
+    }
+
+    public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.acquireLease(name, holder: holder, duration: duration)
+    }
+
+    public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
+        try await base.releaseLease(name, holder: holder)
+    }
+
+    public func purgeExpired() async throws(SessionBackendError) -> Int {
+        try await base.purgeExpired()
+    }
+
+    /// Runs a write of session `id`, dropping its copy before and after (whatever the write did,
+    /// the next read takes the store's).
+    private func dropping<R>(_ id: String, _ write: () async throws(SessionBackendError) -> R) async throws(SessionBackendError) -> R {
+        drop(id)
+        defer { drop(id) }
+        return try await write()
+    }
+
+    private func drop(_ id: String) {
+        state.withLock { state in
+            state.pending[id]?.changes &+= 1
+            state.copies[id] = nil
+        }
+    }
+}

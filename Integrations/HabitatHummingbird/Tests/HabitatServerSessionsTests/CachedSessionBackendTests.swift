@@ -1,0 +1,270 @@
+import Foundation
+import HabitatPostgres
+import HabitatServerSessions
+import PostgresNIO
+import Testing
+
+/// The per-instance cache: copies used only while the feed is live, dropped by every change it
+/// tells, never kept from a read a change overtook, never past the session's expiry.
+@Suite struct CachedSessionBackendTests {
+    let data = Data("member".utf8)
+
+    @Test func aCachedReadGoesNowhereAndAnotherInstancesRemovalEndsIt() async throws {
+        let store = MemorySessionBackend()
+        let reads = ReadCounter(store)
+        let cache = CachedSessionBackend(reads, changes: store)
+        try await following(cache) {
+            _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
+            #expect(try await cache.get(id: "k")?.version == 1)
+            for _ in 0..<10 { #expect(try await cache.get(id: "k")?.version == 1) }
+            #expect(reads.count == 1, "one read of the store, then copies")
+            #expect(cache.counts.hits == 10)
+
+            // Another instance (the store itself here) writes, then signs the member out.
+            _ = try await store.set(id: "k", data: Data("renamed".utf8), expiresIn: .seconds(60), expectedVersion: 1)
+            #expect(try await cache.get(id: "k")?.data == Data("renamed".utf8), "the write dropped the copy")
+            try await store.remove(id: "k")
+            #expect(try await cache.get(id: "k") == nil, "a removal elsewhere is refused here at once")
+        }
+    }
+
+    @Test func aLostFeedSendsEveryReadToTheStoreUntilItIsBack() async throws {
+        let store = MemorySessionBackend()
+        let reads = ReadCounter(store)
+        let feed = ManualChanges()
+        let lost = Reasons()
+        let cache = CachedSessionBackend(reads, changes: feed, onLost: { lost.append($0) })
+        try await following(cache) {
+            await feed.send(.live)
+            _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
+            _ = try await cache.get(id: "k")
+            _ = try await cache.get(id: "k")
+            #expect(reads.count == 1)
+
+            await feed.send(.lost("the connection dropped"))
+            await feed.send(.lost("still down"))
+            #expect(!cache.isLive)
+            try await store.remove(id: "k")   // a change the feed missed
+            #expect(try await cache.get(id: "k") == nil, "no copy is trusted while the feed is lost")
+            _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
+            _ = try await cache.get(id: "k")
+            _ = try await cache.get(id: "k")
+            #expect(reads.count == 4, "every read went to the store")
+            #expect(lost.all == ["the connection dropped"], "told once per outage")
+
+            await feed.send(.live)
+            _ = try await cache.get(id: "k")
+            _ = try await cache.get(id: "k")
+            #expect(reads.count == 5, "copies again once it is back")
+        }
+    }
+
+    @Test func aReadThatAChangeOvertookIsNotKept() async throws {
+        let store = MemorySessionBackend()
+        let gate = GatedReads(store)
+        let feed = ManualChanges()
+        let cache = CachedSessionBackend(gate, changes: feed)
+        try await following(cache) {
+            await feed.send(.live)
+            _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
+            gate.hold()
+            async let slow = cache.get(id: "k")
+            await gate.waitUntilHeld()
+            // The store read version 1; meanwhile another instance signs the member out.
+            await feed.send(.changed(id: "k", version: nil))
+            gate.release()
+            #expect(try await slow?.version == 1, "the read answers what it read")
+            try await store.remove(id: "k")
+            #expect(try await cache.get(id: "k") == nil, "but its answer was not kept")
+        }
+    }
+
+    @Test func aCopyEndsWithItsSession() async throws {
+        let store = MemorySessionBackend()
+        let cache = CachedSessionBackend(store, changes: store)
+        try await following(cache) {
+            _ = try await store.create(id: "k", data: data, expiresIn: .milliseconds(100))
+            #expect(try await cache.get(id: "k") != nil)
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(try await cache.get(id: "k") == nil, "expired: the copy is not served")
+        }
+    }
+
+    @Test func aWriteThroughTheCacheDropsItsCopy() async throws {
+        let store = MemorySessionBackend()
+        let reads = ReadCounter(store)
+        let feed = ManualChanges()
+        let cache = CachedSessionBackend(reads, changes: feed)
+        try await following(cache) {
+            await feed.send(.live)
+            let created = try await cache.create(id: "k", data: data, expiresIn: .seconds(60))
+            _ = try await cache.get(id: "k")
+            _ = try await cache.set(id: "k", data: Data("two".utf8), expiresIn: .seconds(60), expectedVersion: created.version)
+            #expect(try await cache.get(id: "k")?.version == 2, "the instance's own write is read back, not its old copy")
+            try await cache.remove(id: "k")
+            #expect(try await cache.get(id: "k") == nil)
+        }
+    }
+
+    /// Two instances on one PostgreSQL, each with its cache: a sign-out at one is refused at the
+    /// other as soon as the notification arrives, and a cached read runs no statement.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_POSTGRES_URL"] != nil))
+    func onPostgreSQLASignOutAtOneInstanceReachesTheOther() async throws {
+        let url = try #require(ProcessInfo.processInfo.environment["HABITAT_POSTGRES_URL"])
+        try await withPostgres(url: url) { one in
+            try await one.migrate()
+            try await withPostgres(url: url) { two in
+                let lost = Reasons()
+                let cache = CachedSessionBackend(two, changes: PostgresSessionChanges(client: two.client, heartbeat: .milliseconds(200)), onLost: { lost.append($0) })
+                try await following(cache) {
+                    try await waitUntil { cache.isLive }
+                    let id = "cache-test-\(UUID().uuidString)"
+                    _ = try await one.create(id: id, data: data, expiresIn: .seconds(60))
+                    _ = try await cache.get(id: id)
+                    for _ in 0..<5 { #expect(try await cache.get(id: id) != nil) }
+                    #expect(cache.counts.hits == 5, "cached reads ran no statement (lost: \(lost.all))")
+
+                    let start = ContinuousClock.now
+                    try await one.remove(id: id)
+                    try await waitUntil { (try? await cache.get(id: id)) == nil }
+                    let took = ContinuousClock.now - start
+                    #expect(took < .seconds(1), "the sign-out reached the other instance in \(took)")
+                }
+            }
+        }
+    }
+}
+
+/// Runs `body` while `cache` follows its feed.
+func following<R: Sendable>(_ cache: CachedSessionBackend, _ body: () async throws -> R) async throws -> R {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await cache.follow() }
+        defer { group.cancelAll() }
+        if cache.changes is MemorySessionBackend { try await waitUntil { cache.isLive } }
+        return try await body()
+    }
+}
+
+/// Waits (up to 5 s) until `condition` holds.
+func waitUntil(_ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(5)
+    while await !condition() {
+        guard ContinuousClock.now < deadline else { Issue.record("waited 5 s in vain"); return }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// A feed the test drives.
+final class ManualChanges: SessionChanges {
+    private let handler = LockedValue<(@Sendable (SessionChange) -> Void)?>(nil)
+
+    func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async {
+        handler.set(handle)
+        let (wait, open) = AsyncStream<Never>.makeStream()
+        for await _ in wait {}
+        open.finish()
+    }
+
+    func send(_ change: SessionChange) async {
+        // NB: the follower registers itself in a task of its own; wait for it, yielding the
+        // thread (a blocking wait starved that task when every thread waited: a hang).
+        while handler.get() == nil { try? await Task.sleep(for: .milliseconds(1)) }
+        handler.get()?(change)
+    }
+}
+
+/// Reasons told to `onLost`.
+final class Reasons: Sendable {
+    private let value = LockedValue<[String]>([])
+    func append(_ reason: String) { value.update { $0.append(reason) } }
+    var all: [String] { value.get() }
+}
+
+/// A value behind a lock, for the tests' own bookkeeping.
+// Safe: `value` is read and written only with `lock` held.
+final class LockedValue<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func get() -> Value { lock.withLock { value } }
+    func set(_ new: Value) { lock.withLock { value = new } }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&value) } }
+}
+
+/// A backend that counts the reads that reach it.
+struct ReadCounter: SessionBackend {
+    let base: any SessionBackend
+    private let reads = Counter()
+    init(_ base: any SessionBackend) { self.base = base }
+    var count: Int { reads.value }
+
+    func get(id: String) async throws(SessionBackendError) -> StoredSession? {
+        reads.increment()
+        return try await base.get(id: id)
+    }
+    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        try await base.create(id: id, data: data, expiresIn: expiresIn)
+    }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
+    }
+    func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
+    }
+    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { try await base.remove(id: id, fencedBy: claim) }
+    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.acquireLease(name, holder: holder, duration: duration)
+    }
+    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { try await base.releaseLease(name, holder: holder) }
+}
+
+/// A backend whose reads wait, when told to, until released: to overtake a read with a change.
+final class GatedReads: SessionBackend {
+    let base: any SessionBackend
+    private let state = LockedValue<(holding: Bool, held: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, false, nil))
+    init(_ base: any SessionBackend) { self.base = base }
+
+    func hold() { state.update { $0.holding = true } }
+    func release() {
+        var waiter: CheckedContinuation<Void, Never>?
+        state.update {
+            $0.holding = false
+            waiter = $0.waiter
+            $0.waiter = nil
+        }
+        waiter?.resume()
+    }
+    func waitUntilHeld() async {
+        while !state.get().held { try? await Task.sleep(for: .milliseconds(1)) }
+    }
+
+    func get(id: String) async throws(SessionBackendError) -> StoredSession? {
+        let read = try await base.get(id: id)
+        if state.get().holding {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                var now = false
+                state.update {
+                    if $0.holding { $0.waiter = waiter; $0.held = true } else { now = true }
+                }
+                if now { waiter.resume() }
+            }
+        }
+        return read
+    }
+    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
+        try await base.create(id: id, data: data, expiresIn: expiresIn)
+    }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
+    }
+    func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
+    }
+    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { try await base.remove(id: id, fencedBy: claim) }
+    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.acquireLease(name, holder: holder, duration: duration)
+    }
+    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { try await base.releaseLease(name, holder: holder) }
+}
