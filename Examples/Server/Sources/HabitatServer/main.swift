@@ -1,5 +1,5 @@
 // habitat-server [--port N] [--backend memory|postgres] [--database postgres://USER@HOST:PORT/DB]
-//                [--upstream URL] [--refresh-lease SECONDS]
+//                [--upstream URL] [--refresh-lease SECONDS] [--session-cache]
 //                [--load-test [--variant floor|tasklocal|swift-dependencies|habitat|habitat-bound|habitat-sessions]]
 //
 // Serves the example app on 127.0.0.1 (port 8080 by default). `--load-test` (loopback only)
@@ -8,7 +8,8 @@
 // `load.sh` makes a random one per run); `--variant` picks how that route passes per-request
 // values. The app's own routes always use Habitat, and its members sign in with passwords.
 // `--backend postgres` keeps the members' sessions in the database `--database` names (or
-// HABITAT_POSTGRES_URL), so several instances started with it serve one fleet.
+// HABITAT_POSTGRES_URL), so several instances started with it serve one fleet; with
+// `--session-cache`, each keeps the sessions it serves, kept coherent by the database's feed.
 import Foundation
 import Hummingbird
 import ServerApp
@@ -50,10 +51,13 @@ let upstream = value(of: "--upstream").map { text -> URL in
     guard let url = URL(string: text) else { fail("--upstream is a URL, not \(text)") }
     return url
 }
+let sessionCache = arguments.contains("--session-cache")
+if sessionCache, backend == .memory { fail("--session-cache caches a database's sessions: it needs --backend postgres") }
 let lease = Duration.seconds(value(of: "--refresh-lease").flatMap(Double.init) ?? 15)
 do {
     try await buildApplication(
-        variant: variant, loadTestSecret: loadTestSecret, port: port, backend: backend, upstream: upstream, refreshLease: lease
+        variant: variant, loadTestSecret: loadTestSecret, port: port, backend: backend, upstream: upstream, refreshLease: lease,
+        sessionCache: sessionCache
     ).runService()
 } catch let error as ServerSetupError {
     fail(error.description)

@@ -99,6 +99,15 @@ public struct UpstreamClient: Sendable {
 /// Purges the fleet's expired sessions every `interval` while the server runs: a session
 /// expires unseen when its member never comes back, and the backend would keep it otherwise.
 /// Every instance runs one; a purge is one statement.
+/// Follows the database's change feed for the instance's session cache, until shutdown.
+struct SessionCacheFeed: Service {
+    let cache: CachedSessionBackend
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await cache.follow() }
+    }
+}
+
 struct SessionPurge: Service {
     let sessions: ServerSessions<MemberSession>
     let interval: Duration

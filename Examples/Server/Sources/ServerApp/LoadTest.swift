@@ -198,7 +198,9 @@ public let sessionPurgeInterval = Duration.seconds(600)
 
 /// The server: the app on `host`:`port`, its sessions in `backend` (purged of expired ones
 /// every `sessionPurgeInterval`), its members' upstream tokens refreshed at `upstream` (under
-/// fleet-wide leases of `refreshLease`).
+/// fleet-wide leases of `refreshLease`). With `sessionCache` (PostgreSQL only), each instance
+/// keeps the sessions it serves, kept coherent by the database's change feed
+/// (`CachedSessionBackend`).
 ///
 /// With a `loadTestSecret` (load-test mode, loopback only), it also serves the load route of
 /// `variant` and `GET /stats`, and members 1...1,000 sign in with the bearer tokens
@@ -213,7 +215,8 @@ public func buildApplication(
     port: Int = 8080,
     backend: BackendChoice = .memory,
     upstream: URL? = nil,
-    refreshLease: Duration = .seconds(15)
+    refreshLease: Duration = .seconds(15),
+    sessionCache: Bool = false
 ) throws -> some ApplicationProtocol {
     if let loadTestSecret {
         guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
@@ -231,9 +234,20 @@ public func buildApplication(
         configuration.options.connectTimeout = .seconds(2)
         client = PostgresClient(configuration: configuration)
     }
+    var cache: CachedSessionBackend?
+    if let client, sessionCache {
+        let logger = appEnvironment.current.services.logger
+        cache = CachedSessionBackend(PostgresSessionBackend(client: client, timeout: .seconds(2)), changes: PostgresSessionChanges(client: client)) {
+            logger.warning("the session cache is off until its change feed is back: \($0)")
+        }
+    }
     if client != nil || upstream != nil {
         appEnvironment.replaceCurrent(label: "fleet") { environment in
-            if let client { environment.services.sessions = ServerSessions(backend: PostgresSessionBackend(client: client, timeout: .seconds(2))) }
+            if let cache {
+                environment.services.sessions = ServerSessions(backend: cache)
+            } else if let client {
+                environment.services.sessions = ServerSessions(backend: PostgresSessionBackend(client: client, timeout: .seconds(2)))
+            }
             environment.services.upstream = upstream.map { UpstreamClient(url: $0) }
             environment.services.refreshLease = refreshLease
         }
@@ -246,6 +260,7 @@ public func buildApplication(
     app.addServices(SessionPurge(sessions: services.sessions, interval: sessionPurgeInterval, logger: services.logger))
     if let client {
         app.addServices(client)
+        if let cache { app.addServices(SessionCacheFeed(cache: cache)) }
         app.beforeServerStarts {
             try await PostgresSessionBackend(client: client).migrate()
         }
