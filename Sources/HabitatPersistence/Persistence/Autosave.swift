@@ -60,7 +60,17 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
 
     init(enabled: AtomicWord) { self.enabled = enabled }
 
-    func didTransition(on stack: EnvironmentStack<App>) { stack.autosaveIfUnscoped() }
+    /// After a committed transition on `stack`: a save on the worker for the app's stack; in a
+    /// test's scope, the test's own autosave, saved at once to the test's storage and recorded.
+    func didTransition(on stack: EnvironmentStack<App>) {
+        guard stack.scopedStateUnretained() == nil else {
+            if let storage = TestStorage<App>.current, let target = storage.autosaveTarget(self), (try? target.save(stack.current)) != nil {
+                storage.recordSave(to: target)
+            }
+            return
+        }
+        requestSave()
+    }
 
     func enable(_ target: Target) {
         state.withLock {
@@ -244,10 +254,9 @@ extension EnvironmentStack {
         await autosave.flush()
     }
 
-    /// Takes `stored`, the session the store holds, and the `others` beside it, if the stack's session is still the one
-    /// (token `replacing`) that the store moved past; a change made since wins.
-    /// Takes the store's accounts, unless the stack's session changed since it held
-    /// `replacing`; returns whether it took them.
+    /// Takes the store's accounts (`stored` active, `others` beside it) if the stack's session
+    /// is still the one (token `replacing`) the store moved past; a change made since wins.
+    /// Returns whether it took them.
     @discardableResult
     func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) -> Bool {
         run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line).isApplied
@@ -262,16 +271,5 @@ extension EnvironmentStack {
     /// (not a scope): the one answer to "does what this task does reach the store?".
     func autosaveStore() -> SessionStore<App>? {
         scopedStateUnretained() == nil ? autosave.sessions : nil
-    }
-
-    func autosaveIfUnscoped() {
-        guard scopedStateUnretained() == nil else {
-            // A test's autosave: saved at once, to the test's storage, and recorded.
-            if let storage = TestStorage<App>.current, let target = storage.autosaveTarget(autosave), (try? target.save(current)) != nil {
-                storage.recordSave(to: target)
-            }
-            return
-        }
-        autosave.requestSave()
     }
 }

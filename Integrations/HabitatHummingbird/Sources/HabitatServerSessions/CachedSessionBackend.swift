@@ -74,9 +74,14 @@ public final class CachedSessionBackend: SessionBackend {
     }
 
     /// A read the copies couldn't answer, and what it saw when it started.
-    private struct Missed: Error {
+    private struct Missed {
         var epoch: UInt64
         var changes: UInt64
+    }
+
+    private enum Lookup {
+        case hit(StoredSession)
+        case miss(Missed)
     }
 
     private let state = LockedBox(State())
@@ -140,19 +145,19 @@ public final class CachedSessionBackend: SessionBackend {
 
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         let now = clock.now
-        let lookup: Result<StoredSession, Missed> = state.withLock { state in
+        let lookup: Lookup = state.withLock { state in
             if state.live, let copy = state.copies[id], copy.until > now {
                 state.hits += 1
-                return .success(copy.session)
+                return .hit(copy.session)
             }
             state.misses += 1
             state.pending[id, default: Pending()].readers += 1
-            return .failure(Missed(epoch: state.epoch, changes: state.pending[id]?.changes ?? 0))
+            return .miss(Missed(epoch: state.epoch, changes: state.pending[id]?.changes ?? 0))
         }
         let missed: Missed
         switch lookup {
-        case .success(let copy): return copy
-        case .failure(let miss): missed = miss
+        case .hit(let copy): return copy
+        case .miss(let miss): missed = miss
         }
         let read: StoredSession?
         do {

@@ -14,21 +14,19 @@ public final class MemorySessionBackend: SessionBackend {
     }
 
     private struct State {
-        var sessions: [String: Entry] = [:] {
-            didSet { changed(oldValue) }
-        }
+        /// Read freely; written only through `put(_:_:)`, which tells the followers.
+        var sessions: [String: Entry] = [:]
         var leases: [String: (holder: String, deadline: ContinuousClock.Instant)] = [:]
         var followers: [UInt64: @Sendable (SessionChange) -> Void] = [:]
         var nextFollower: UInt64 = 0
         /// The changes made under the lock, told once it is released.
         var told: [SessionChange] = []
 
-        mutating func changed(_ old: [String: Entry]) {
-            guard !followers.isEmpty else { return }
-            for (id, entry) in sessions where old[id]?.session.version != entry.session.version {
-                told.append(.changed(id: id, version: entry.session.version))
-            }
-            for id in old.keys where sessions[id] == nil { told.append(.changed(id: id, version: nil)) }
+        /// Stores `entry` as session `id` (`nil` removes it), noting the change for the followers.
+        mutating func put(_ id: String, _ entry: Entry?) {
+            let existed = sessions[id] != nil
+            sessions[id] = entry
+            if !followers.isEmpty, existed || entry != nil { told.append(.changed(id: id, version: entry?.session.version)) }
         }
     }
 
@@ -55,7 +53,7 @@ public final class MemorySessionBackend: SessionBackend {
     private static func live(_ id: String, in state: inout State, at now: ContinuousClock.Instant) -> Entry? {
         guard let entry = state.sessions[id] else { return nil }
         guard entry.expires > now else {
-            state.sessions[id] = nil
+            state.put(id, nil)
             return nil
         }
         return entry
@@ -65,7 +63,7 @@ public final class MemorySessionBackend: SessionBackend {
         try withState { state, now throws(SessionBackendError) in
             guard Self.live(id, in: &state, at: now) == nil else { throw .duplicateID(id) }
             let session = StoredSession(id: id, data: data, version: 1)
-            state.sessions[id] = Entry(session: session, expires: now + expiresIn)
+            state.put(id, Entry(session: session, expires: now + expiresIn))
             return session
         }
     }
@@ -93,12 +91,12 @@ public final class MemorySessionBackend: SessionBackend {
             throw .versionConflict(id: id, expected: expectedVersion, current: live(id, in: &state, at: now)?.session.version)
         }
         let session = StoredSession(id: id, data: data, version: expectedVersion + 1)
-        state.sessions[id] = Entry(session: session, expires: now + expiresIn)
+        state.put(id, Entry(session: session, expires: now + expiresIn))
         return session
     }
 
     public func remove(id: String) async throws(SessionBackendError) {
-        try withState { state, _ in state.sessions[id] = nil }
+        try withState { state, _ in state.put(id, nil) }
     }
 
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
@@ -111,7 +109,7 @@ public final class MemorySessionBackend: SessionBackend {
     public func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) {
         try withState { state, now throws(SessionBackendError) in
             guard Self.holds(claim, in: state, at: now) else { throw .leaseLapsed(id: id) }
-            state.sessions[id] = nil
+            state.put(id, nil)
         }
     }
 
@@ -139,9 +137,9 @@ public final class MemorySessionBackend: SessionBackend {
     public func purgeExpired() async throws(SessionBackendError) -> Int {
         try withState { state, now in
             state.leases = state.leases.filter { $0.value.deadline > now }
-            let before = state.sessions.count
-            state.sessions = state.sessions.filter { $0.value.expires > now }
-            return before - state.sessions.count
+            let expired = state.sessions.filter { $0.value.expires <= now }.keys
+            for id in expired { state.put(id, nil) }
+            return expired.count
         }
     }
 }

@@ -66,11 +66,13 @@ final class Counter: @unchecked Sendable {
     var value: Int { lock.withLock { count } }
 }
 
-/// A memory backend that counts its purges and fails every second one (the database away).
-struct PurgeProbe: SessionBackend {
-    let base = MemorySessionBackend()
-    let purges = Counter()
+/// A backend that hands every call to `base`: the tests' probes conform, and change only what
+/// they watch.
+protocol ForwardingBackend: SessionBackend {
+    var base: any SessionBackend { get }
+}
 
+extension ForwardingBackend {
     func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
         try await base.create(id: id, data: data, expiresIn: expiresIn)
     }
@@ -89,6 +91,14 @@ struct PurgeProbe: SessionBackend {
     func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
         try await base.releaseLease(name, holder: holder)
     }
+    func purgeExpired() async throws(SessionBackendError) -> Int { try await base.purgeExpired() }
+}
+
+/// A memory backend that counts its purges and fails every second one (the database away).
+struct PurgeProbe: ForwardingBackend {
+    let base: any SessionBackend = MemorySessionBackend()
+    let purges = Counter()
+
     func purgeExpired() async throws(SessionBackendError) -> Int {
         purges.increment()
         if purges.value.isMultiple(of: 2) { throw .unavailable("the probe's every second purge") }

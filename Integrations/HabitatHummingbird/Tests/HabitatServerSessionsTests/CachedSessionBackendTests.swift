@@ -156,10 +156,10 @@ func waitUntil(_ condition: () async -> Bool) async throws {
 
 /// A feed the test drives.
 final class ManualChanges: SessionChanges {
-    private let handler = LockedValue<(@Sendable (SessionChange) -> Void)?>(nil)
+    private let handler = LockedBox<(@Sendable (SessionChange) -> Void)?>(nil)
 
     func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async {
-        handler.set(handle)
+        handler.withLock { $0 = handle }
         let (wait, open) = AsyncStream<Never>.makeStream()
         for await _ in wait {}
         open.finish()
@@ -168,31 +168,20 @@ final class ManualChanges: SessionChanges {
     func send(_ change: SessionChange) async {
         // NB: the follower registers itself in a task of its own; wait for it, yielding the
         // thread (a blocking wait starved that task when every thread waited: a hang).
-        while handler.get() == nil { try? await Task.sleep(for: .milliseconds(1)) }
-        handler.get()?(change)
+        while handler.withLock({ $0 }) == nil { try? await Task.sleep(for: .milliseconds(1)) }
+        handler.withLock { $0 }?(change)
     }
 }
 
 /// Reasons told to `onLost`.
 final class Reasons: Sendable {
-    private let value = LockedValue<[String]>([])
-    func append(_ reason: String) { value.update { $0.append(reason) } }
-    var all: [String] { value.get() }
-}
-
-/// A value behind a lock, for the tests' own bookkeeping.
-// Safe: `value` is read and written only with `lock` held.
-final class LockedValue<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func get() -> Value { lock.withLock { value } }
-    func set(_ new: Value) { lock.withLock { value = new } }
-    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&value) } }
+    private let value = LockedBox<[String]>([])
+    func append(_ reason: String) { value.withLock { $0.append(reason) } }
+    var all: [String] { value.withLock { $0 } }
 }
 
 /// A backend that counts the reads that reach it.
-struct ReadCounter: SessionBackend {
+struct ReadCounter: ForwardingBackend {
     let base: any SessionBackend
     private let reads = Counter()
     init(_ base: any SessionBackend) { self.base = base }
@@ -202,69 +191,40 @@ struct ReadCounter: SessionBackend {
         reads.increment()
         return try await base.get(id: id)
     }
-    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
-        try await base.create(id: id, data: data, expiresIn: expiresIn)
-    }
-    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
-        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
-    }
-    func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
-    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
-        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
-    }
-    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { try await base.remove(id: id, fencedBy: claim) }
-    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
-        try await base.acquireLease(name, holder: holder, duration: duration)
-    }
-    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { try await base.releaseLease(name, holder: holder) }
 }
 
 /// A backend whose reads wait, when told to, until released: to overtake a read with a change.
-final class GatedReads: SessionBackend {
+final class GatedReads: ForwardingBackend {
     let base: any SessionBackend
-    private let state = LockedValue<(holding: Bool, held: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, false, nil))
+    private let state = LockedBox<(holding: Bool, held: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, false, nil))
     init(_ base: any SessionBackend) { self.base = base }
 
-    func hold() { state.update { $0.holding = true } }
+    func hold() { state.withLock { $0.holding = true } }
     func release() {
-        var waiter: CheckedContinuation<Void, Never>?
-        state.update {
-            $0.holding = false
-            waiter = $0.waiter
-            $0.waiter = nil
+        let waiter = state.withLock { state in
+            state.holding = false
+            defer { state.waiter = nil }
+            return state.waiter
         }
         waiter?.resume()
     }
     func waitUntilHeld() async {
-        while !state.get().held { try? await Task.sleep(for: .milliseconds(1)) }
+        while !state.withLock({ $0.held }) { try? await Task.sleep(for: .milliseconds(1)) }
     }
 
     func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         let read = try await base.get(id: id)
-        if state.get().holding {
+        if state.withLock({ $0.holding }) {
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-                var now = false
-                state.update {
-                    if $0.holding { $0.waiter = waiter; $0.held = true } else { now = true }
+                let now = state.withLock { state in
+                    guard state.holding else { return true }
+                    state.waiter = waiter
+                    state.held = true
+                    return false
                 }
                 if now { waiter.resume() }
             }
         }
         return read
     }
-    func create(id: String, data: Data, expiresIn: Duration) async throws(SessionBackendError) -> StoredSession {
-        try await base.create(id: id, data: data, expiresIn: expiresIn)
-    }
-    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
-        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion)
-    }
-    func remove(id: String) async throws(SessionBackendError) { try await base.remove(id: id) }
-    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
-        try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
-    }
-    func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { try await base.remove(id: id, fencedBy: claim) }
-    func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
-        try await base.acquireLease(name, holder: holder, duration: duration)
-    }
-    func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { try await base.releaseLease(name, holder: holder) }
 }
