@@ -27,7 +27,7 @@ let package = Package(
         // The Keychain secret store, a product of its own: its Apple binding can't break the
         // other modules, and apps that keep tokens elsewhere don't link it.
         .target(name: "HabitatKeychain", dependencies: ["HabitatPersistence"]),
-        // Test helpers (the trait, the test world, stubs); the only target that imports XCTest and Testing.
+        // Test helpers (the trait, the test environment, stubs); the only target that imports XCTest and Testing.
         .target(name: "HabitatTesting", dependencies: ["Habitat", "HabitatPersistence"]),
         // Test doubles of the persistence product: stores that record and fail on demand, and a
         // model of the Keychain for the Keychain store.

@@ -37,7 +37,7 @@ let package = Package(
             ],
             path: "BenchSupport"
         ),
-        // A feature module that reads through a slice of the app's world, as a feature package
+        // A feature module that reads through a slice of the app's environment, as a feature package
         // would: compiled apart from the app, so its read is not inlined into the caller.
         .target(name: "BenchFeature", dependencies: [.product(name: "Habitat", package: habitat)], path: "BenchFeature"),
         // glibc's heap statistics, for the bytes each open scope holds.

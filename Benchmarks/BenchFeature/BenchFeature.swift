@@ -3,7 +3,7 @@
 
 public import Habitat
 
-/// What the feature needs from the app's world.
+/// What the feature needs from the app's environment.
 public struct FeatureNeeds: Sendable {
     public var timeout: Int
     public var endpoint: String
@@ -13,7 +13,7 @@ public struct FeatureNeeds: Sendable {
     }
 }
 
-/// The feature's read: one field of its services, in the calling task's world.
+/// The feature's read: one field of its services, in the calling task's environment.
 public func featureTimeout(_ environment: EnvironmentSlice<FeatureNeeds>) -> Int {
     environment.services.timeout
 }

@@ -288,7 +288,7 @@ func plainSubscribers(
             idle.append(stream)
             continue
         }
-        tasks.append(Task { for await change in stream { sink(change.1.isLoggedIn) } })
+        tasks.append(Task { for await change in stream { sink(change.1.session != nil) } })
     }
     return (continuations, idle)
 }

@@ -451,7 +451,7 @@ func registerRequests() {
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             stack.withEnvironment({
-                $0.setSession(user: user, token: AuthToken(token))
+                $0.session = UserSession(user: user, token: AuthToken(token))
                 $0.now = { started }
             }) {
                 sink(stack.current.currentUser?.id ?? 0)

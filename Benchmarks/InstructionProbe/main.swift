@@ -40,7 +40,7 @@ func nestScopes(_ depth: Int) {
     stack.withEnvironment({ $0.config.timeout = depth }) { nestScopes(depth - 1) }
 }
 
-/// An app's world of the size apps have (the benchmark app's is two short strings, an `Int` and
+/// An app's environment of the size apps have (the benchmark app's is two short strings, an `Int` and
 /// a dictionary): clients and closures for services, a user with an email, a signed-in session.
 final class RichClient: Sendable { let baseURL = "https://api.example.com" }
 struct RichServices: Sendable {
@@ -218,7 +218,7 @@ let operations: [String: @Sendable (Int) -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             stack.withEnvironment({
-                $0.setSession(user: user, token: AuthToken(token))
+                $0.session = UserSession(user: user, token: AuthToken(token))
                 $0.now = { started }
             }) {
                 sink(stack.current.currentUser?.id ?? 0)
@@ -235,7 +235,7 @@ let operations: [String: @Sendable (Int) -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             var environment = BareTaskLocal.box.environment
-            environment.setSession(user: user, token: AuthToken(token))
+            environment.session = UserSession(user: user, token: AuthToken(token))
             environment.now = { started }
             BareTaskLocal.$box.withValue(EnvironmentBox(environment)) {
                 sink(BareTaskLocal.box.environment.currentUser?.id ?? 0)
@@ -250,7 +250,7 @@ let operations: [String: @Sendable (Int) -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             var environment = RichLocal.box.environment
-            environment.setSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
+            environment.session = UserSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
             environment.now = { started }
             RichLocal.$box.withValue(RichBox(environment)) {
                 sink(RichLocal.box.environment.currentUser?.id ?? 0)
@@ -265,7 +265,7 @@ let operations: [String: @Sendable (Int) -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             rich.withEnvironment({
-                $0.setSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
+                $0.session = UserSession(user: RichUser(id: user.id, name: user.name, email: "member@example.com"), token: AuthToken(token))
                 $0.now = { started }
             }) {
                 sink(rich.current.currentUser?.id ?? 0)
@@ -282,7 +282,7 @@ let operations: [String: @Sendable (Int) -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             var environment = stack.current
-            environment.setSession(user: user, token: AuthToken(token))
+            environment.session = UserSession(user: user, token: AuthToken(token))
             environment.now = { started }
             var requestLogger = logger
             requestLogger[metadataKey: "request.id"] = "\(index)"
@@ -358,7 +358,7 @@ let asyncOperations: [String: @Sendable (Int) async -> Void] = [
             let (user, token) = requestUsers[index % 1_000]
             let started = Date(timeIntervalSince1970: Double(index))
             await stack.withEnvironment({
-                $0.setSession(user: user, token: AuthToken(token))
+                $0.session = UserSession(user: user, token: AuthToken(token))
                 $0.now = { started }
             }) {
                 await asyncSink(stack.current.currentUser?.id ?? 0)

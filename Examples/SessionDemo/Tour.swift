@@ -1,4 +1,4 @@
-// A tour of Habitat's core: one global stack, a mock pushed over the live world, a user logging
+// A tour of Habitat's core: one global stack, a mock pushed over the live environment, a user logging
 // in and out, a scoped override, and the change stream reporting each step.
 //
 //     swift run habitat-demo tour
@@ -6,7 +6,7 @@
 import Foundation
 import Habitat
 
-// MARK: The app's world
+// MARK: The app's environment
 
 struct Account: Codable, Sendable, Updatable {
     var id: Int
@@ -47,7 +47,7 @@ extension APIClient {
     static let mock = APIClient(name: "mock", fetchGreeting: { _ in "Hello from the mock" })
 }
 
-// The app's one global stack: its live world, built on first use. (A fixed locale, so the tour
+// The app's one global stack: its live environment, built on first use. (A fixed locale, so the tour
 // prints the same on every machine.)
 let appEnvironment = EnvironmentStack<TourApp>(
     live: HabitatEnvironment(services: AppServices(api: .live), config: RemoteConfig(), locale: Locale(identifier: "en_US"))

@@ -4,7 +4,7 @@ public import Foundation
 public import Habitat
 public import HabitatPersistence
 
-// MARK: The demo app's world
+// MARK: The demo app's environment
 
 /// The signed-in user of the demo app. `Identifiable` by name: each name is its own account.
 public struct DemoUser: Codable, Sendable, Equatable, Identifiable {

@@ -2,7 +2,7 @@
 //
 // A SwiftUI app on Habitat, as Xcode 26 creates them (main-actor by default): an `App` with a
 // scene, views that follow the session through `ObservableEnvironment`, sign-in and sign-out
-// from a view, a feature view whose model reads a slice, previews on the preview world, the
+// from a view, a feature view whose model reads a slice, previews on the preview environment, the
 // Keychain store and the iOS launch rule. Its views are type-checked for iOS and macOS by
 // Scripts/check-apple.sh; its logic (AppCore) is built and tested on Linux too.
 //

@@ -24,7 +24,7 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     /// Where the change was made: the operation, the calling line and the label, if any.
     public let origin: FrameOrigin
 
-    /// Creates a change record.
+    /// Creates a change record: the stack's change feed makes one for each committed change.
     /// - Parameters:
     ///   - kind: What happened.
     ///   - old: The current environment before the change.
@@ -32,7 +32,7 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
     ///   - depth: The stack's depth after the change.
     ///   - sequence: The change's position among the stack's changes.
     ///   - origin: Where the change was made.
-    public init(
+    package init(
         kind: EnvironmentChangeKind,
         old: HabitatEnvironment<App>,
         new: HabitatEnvironment<App>,
@@ -57,10 +57,10 @@ public struct EnvironmentChange<App: EnvironmentSchema>: Sendable {
 public struct EnvironmentChangeKind: Hashable, Sendable, CustomStringConvertible {
     @usableFromInline let staticName: StaticString
 
-    /// Creates a kind with a name.
+    /// Creates a kind with a name: the kinds are Habitat's own, listed below.
     /// - Parameter name: A short name for the kind of change.
     @inlinable
-    public init(_ name: StaticString) { self.staticName = name }
+    package init(_ name: StaticString) { self.staticName = name }
 
     /// Whether two kinds have the same name.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.description == rhs.description }

@@ -3,8 +3,8 @@ import Foundation
 /// Where the process runs: the app itself, a test run, or an Xcode preview.
 ///
 /// A stack declared with ``EnvironmentStack/init(live:preview:test:fileID:line:)`` picks its base
-/// by context: the live world in the app, the preview world in a preview, and in a test none
-/// at all, so that a test that forgets to install a test world is told so instead of quietly
+/// by context: the live environment in the app, the preview environment in a preview, and in a test none
+/// at all, so that a test that forgets to install a test environment is told so instead of quietly
 /// talking to live services.
 ///
 /// Habitat detects the context once per process: `HABITAT_CONTEXT=live|test|preview` in the
@@ -18,9 +18,9 @@ import Foundation
 public enum EnvironmentContext: String, Sendable, CaseIterable {
     /// The app, a command-line tool or a server: live services.
     case live
-    /// A test run (XCTest or Swift Testing): each test installs its own world.
+    /// A test run (XCTest or Swift Testing): each test installs its own environment.
     case test
-    /// An Xcode preview: the preview world, if the stack declares one.
+    /// An Xcode preview: the preview environment, if the stack declares one.
     case preview
 
     /// The context of this process, detected once.
@@ -50,12 +50,12 @@ public enum EnvironmentContext: String, Sendable, CaseIterable {
 
 /// How the `Habitat` module reaches the test frameworks without importing them: `HabitatTesting`
 /// declares the one conforming type, and a stack that must report a test's read of the live
-/// world finds it by name. Package-visible: not for apps.
+/// environment finds it by name. Package-visible: not for apps.
 package protocol HabitatTestReporting: SendableMetatype {
     /// A read in a test run reached the base of `stack` ("the stack made at FILE:LINE") while
-    /// `openScopes` scopes of that stack were open in the process; `testWorld` says whether the
-    /// base is the stack's test world (otherwise it is the live one).
-    static func liveWorldReached(stack: String, openScopes: Int, testWorld: Bool)
+    /// `openScopes` scopes of that stack were open in the process; `testEnvironmentInstalled` says whether the
+    /// base is the stack's test environment (otherwise it is the live one).
+    static func liveBaseReached(stack: String, openScopes: Int, testEnvironmentInstalled: Bool)
 }
 
 /// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.

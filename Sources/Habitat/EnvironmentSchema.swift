@@ -7,7 +7,7 @@ public import Foundation
 /// its services and nothing else:
 ///
 /// ```swift
-/// enum AppWorld: EnvironmentSchema {
+/// enum AppSchema: EnvironmentSchema {
 ///     typealias Services = AppServices   // API client, analytics, storage...
 /// }
 /// ```
@@ -16,7 +16,7 @@ public import Foundation
 /// extension can add them later (an associated type's witness may be declared there):
 ///
 /// ```swift
-/// extension AppWorld {
+/// extension AppSchema {
 ///     typealias User = Account          // the signed-in user
 ///     typealias Config = RemoteConfig   // server configuration and feature flags
 /// }
@@ -62,20 +62,13 @@ public protocol EnvironmentSchema: SendableMetatype {
     /// (`"\(user.id)"`); otherwise every user is the same account, `""`, so signing one in
     /// replaces the other. The name keys the account's token item in the secret store and its
     /// namespace of per-account data, so keep it stable and free of personal data.
+    ///
+    /// The one rule by which a switch, a sign-out, a refresh and the store find an account: a
+    /// name means the account whose `accountID(of:)` is that name, exactly. `"7"` names the
+    /// account whose `id` is `7`; `"007"` and `"+7"` name none.
     /// - Parameter user: A signed-in user.
     /// - Returns: The account's name.
     static func accountID(of user: User) -> String
-
-    /// Whether `user` is the account named `name`: `accountID(of: user) == name`, exactly. The
-    /// one rule by which a switch, a sign-out, a refresh and the store find an account: `"7"`
-    /// names the account whose `id` is `7`; `"007"` and `"+7"` name none. The defaults decide it
-    /// without making text of every `id` they compare (a switch compares one name with each
-    /// signed-in account's). Implement it only beside ``accountID(of:)``, with the same answers.
-    /// - Parameters:
-    ///   - user: A signed-in user.
-    ///   - name: An account's name.
-    /// - Returns: Whether they are the same account.
-    static func isAccount(_ user: User, named name: String) -> Bool
 }
 
 extension EnvironmentSchema {
@@ -83,9 +76,11 @@ extension EnvironmentSchema {
     @inlinable
     public static func accountID(of user: User) -> String { "" }
 
-    /// `accountID(of: user) == name`.
+    /// Whether `user` is the account named `name`: `accountID(of: user) == name`, exactly. The
+    /// one rule by which a switch, a sign-out, a refresh and the store find an account: `"7"`
+    /// names the account whose `id` is `7`; `"007"` and `"+7"` name none.
     @inlinable
-    public static func isAccount(_ user: User, named name: String) -> Bool { accountID(of: user) == name }
+    package static func isAccount(_ user: User, named name: String) -> Bool { accountID(of: user) == name }
 }
 
 extension EnvironmentSchema where User: Identifiable {
@@ -101,31 +96,6 @@ extension EnvironmentSchema where User: Identifiable, User.ID: LosslessStringCon
     /// to print itself: a switch between two accounts measured 17x a login that way.
     @inlinable
     public static func accountID(of user: User) -> String { user.id.description }
-
-    /// Whether `name` is the user's `id` as text: one conversion of `name`, and one of the `id`
-    /// only when they match (so `"007"` and `"+7"`, which read as `7`, are not `"7"`).
-    @inlinable
-    public static func isAccount(_ user: User, named name: String) -> Bool {
-        guard let id = User.ID(name), id == user.id else { return false }
-        return id.description == name
-    }
-}
-
-extension EnvironmentSchema where User: Identifiable, User.ID == Int {
-    /// Whether `name` is the user's `id` as `id.description` writes it: read as a number, then
-    /// its form checked (no `+`, no leading zero, no `-0`), so no text is made.
-    ///
-    /// NB: an `Int` id is the common case, and making its text to compare cost a switch between
-    /// two accounts about 180 instructions, 7% (Benchmarks/README.md, `switch-switch`).
-    @inlinable
-    public static func isAccount(_ user: User, named name: String) -> Bool {
-        guard let id = Int(name), id == user.id else { return false }
-        let bytes = name.utf8
-        let first = bytes[bytes.startIndex]   // `Int(name)` read at least one byte
-        guard first != UInt8(ascii: "+") else { return false }
-        let lead = first == UInt8(ascii: "-") ? bytes[bytes.index(after: bytes.startIndex)] : first
-        return lead != UInt8(ascii: "0") || bytes.count == 1
-    }
 }
 
 extension EnvironmentSchema where User: Identifiable, User.ID == UUID {
@@ -153,7 +123,7 @@ extension EnvironmentSchema where Services: SessionDependent, Services.User == U
 }
 
 /// A configuration with a default: `init()` makes the configuration an environment starts
-/// with, so `HabitatEnvironment(services:)` and the test and preview worlds need no `config:`.
+/// with, so `HabitatEnvironment(services:)` and the test and preview environments need no `config:`.
 ///
 /// A struct whose properties all have default values gets its `init()` for free:
 ///
@@ -208,7 +178,7 @@ public enum ServicesOnly<Services: Sendable>: EnvironmentSchema {}
 
 extension EnvironmentStack {
     /// Creates the stack of an app that injects `live` services and nothing else, built only
-    /// where they are used, as ``init(live:preview:test:fileID:line:)`` builds a live world.
+    /// where they are used, as ``init(live:preview:test:fileID:line:)`` builds a live environment.
     ///
     /// ```swift
     /// let appEnvironment = EnvironmentStack(live: AppServices.live)
@@ -219,7 +189,7 @@ extension EnvironmentStack {
     /// ``init(live:preview:test:fileID:line:)``; tests written with the `services:` trait keep working.
     /// - Parameters:
     ///   - live: Builds the live services.
-    ///   - test: Builds the services a test run's reads get when a test installed no world
+    ///   - test: Builds the services a test run's reads get when a test installed no environment
     ///     (services whose endpoints fail, say), never the live ones; `nil` (the default) names
     ///     none. See ``init(live:preview:test:fileID:line:)``.
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.

@@ -27,7 +27,7 @@ extension EnvironmentStack: CustomStringConvertible, CustomReflectable {
     ///
     /// ```swift
     /// print(appEnvironment)
-    /// // EnvironmentStack<AppWorld>(depth: 1, logged in as id 1, authenticated; top: login at MyApp/LoginModel.swift:40)
+    /// // EnvironmentStack<AppSchema>(depth: 1, logged in as id 1, authenticated; top: login at MyApp/LoginModel.swift:40)
     /// ```
     public var description: String {
         let frames = withActiveState { $0.frames }

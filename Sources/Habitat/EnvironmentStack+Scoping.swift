@@ -40,7 +40,7 @@ extension EnvironmentStack {
     /// Runs `operation` with `environment` as the base of a scope of its own, for the calling
     /// task and its child tasks only.
     ///
-    /// Use it to start from a whole environment (a test world, one captured before escaping):
+    /// Use it to start from a whole environment (a test environment, one captured before escaping):
     ///
     /// ```swift
     /// let captured = appEnvironment.current

@@ -57,24 +57,12 @@ extension EnvironmentStack {
         withActiveState { $0.pop(FrameOrigin(.pop, fileID: fileID, line: line)) }
     }
 
-    /// Replaces the top environment with `environment`.
-    ///
-    /// On a stack with only its base, this replaces the base.
-    /// - Parameters:
-    ///   - environment: The new current environment.
-    ///   - label: A label for the frame, shown by ``frames`` and in the change it publishes.
-    ///   - fileID: The calling file, recorded in the frame's ``FrameOrigin``.
-    ///   - line: The calling line, recorded with it.
-    @inlinable
-    public func replaceCurrent(_ environment: HabitatEnvironment<App>, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
-        let origin = FrameOrigin(.replace, label: label, fileID: fileID, line: line)
-        withActiveState { $0.update(origin) { $0 = environment; return true } }
-    }
-
-    /// Replaces the top environment with a changed copy of it, atomically.
+    /// Replaces the top environment with a changed copy of it, atomically; on a stack with only
+    /// its base, the base.
     ///
     /// ```swift
     /// appEnvironment.replaceCurrent { $0.timeZone = TimeZone(identifier: "Europe/Berlin")! }
+    /// appEnvironment.replaceCurrent { $0 = signedOutEnvironment }   // a whole environment
     /// ```
     ///
     /// If another writer changes the stack while `change` runs, `change` runs again on the newer

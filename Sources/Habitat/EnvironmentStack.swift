@@ -1,14 +1,14 @@
-/// A stack of environments: the app's world now, with earlier worlds underneath.
+/// A stack of environments: the app's environment now, with earlier environments underneath.
 ///
 /// An app keeps one stack in a global `let` (conventionally named `appEnvironment`) and reads
 /// ``current`` wherever it needs a service, the user or the configuration. Tests and previews
-/// ``push(_:label:fileID:line:)`` a changed world and ``pop(fileID:line:)`` it afterwards, or, better,
+/// ``push(_:label:fileID:line:)`` a changed environment and ``pop(fileID:line:)`` it afterwards, or, better,
 /// change it for one task with
 /// ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` so parallel tests never
 /// meet.
 ///
 /// ```swift
-/// let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
+/// let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))
 ///
 /// appEnvironment.login(user: account, token: AuthToken("s3cr3t"))
 /// let name = appEnvironment.current.currentUser?.name
@@ -39,14 +39,14 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     @usableFromInline let liveScopes = AtomicWord(0)
     /// Scope states whose scopes ended, ready for the next `withEnvironment`.
     @usableFromInline let scopePool = Locked.make([StackState<App>]())
-    /// The live world, for a stack made with ``init(live:preview:test:fileID:line:)``.
-    @usableFromInline let live: LiveWorld<App>?
+    /// The live environment, for a stack made with ``init(live:preview:test:fileID:line:)``.
+    @usableFromInline let live: LiveBase<App>?
     /// What the persistence product keeps on the stack: autosave, refreshes in flight.
     @usableFromInline package let attachments = StackAttachments<App>()
 
     /// Creates a stack whose base is `base`.
     ///
-    /// The base can be replaced (``replaceCurrent(_:label:fileID:line:)``) but never
+    /// The base can be replaced (``replaceCurrent(label:fileID:line:_:)``) but never
     /// popped.
     /// - Parameters:
     ///   - base: The environment at the bottom of the stack.
@@ -58,33 +58,33 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         live = nil
     }
 
-    /// Creates the app's stack from a description of its live world, built only where it is
+    /// Creates the app's stack from a description of its live environment, built only where it is
     /// used: in the app, never in a test run or a preview that brings its own.
     ///
     /// ```swift
-    /// let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
+    /// let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))
     /// ```
     ///
     /// Which base the stack gets depends on ``EnvironmentContext/current``:
     /// - **live** (the app): `live()`, built once, by the first call that uses the stack (a
     ///   read, a push, a login); until then the stack takes a slower path to see it isn't built.
     /// - **preview**: `preview()` if given, otherwise `live()`.
-    /// - **test**: none. Each test installs its own world (the `.environment` trait, or
-    ///   `EnvironmentTestCase`). A read that finds no test world is reported as a test failure
+    /// - **test**: none. Each test installs its own environment (the `.environment` trait, or
+    ///   `EnvironmentTestCase`). A read that finds no test environment is reported as a test failure
     ///   naming the test and saying how to fix it, once per test; so is a read from work that
     ///   escaped a test's scope (`Task.detached`, a `DispatchQueue` closure). The read then gets
-    ///   the stack's test world, `test()`, and never the live one; only a stack that
-    ///   names no test world builds its live world then, so the test can go on, and the report
+    ///   the stack's test environment, `test()`, and never the live one; only a stack that
+    ///   names no test environment builds its live environment then, so the test can go on, and the report
     ///   says so. A test that means to use live values starts its scope from ``liveEnvironment``.
     ///
     /// The check costs nothing outside test runs: the app's reads take the same path as a
     /// stack made with ``init(_:fileID:line:)``, which is never checked.
     ///
     /// - Parameters:
-    ///   - live: Builds the live world: real services, the real clock.
-    ///   - preview: The world Xcode previews show, if it differs; like `live`, a value built only
+    ///   - live: Builds the live environment: real services, the real clock.
+    ///   - preview: The environment Xcode previews show, if it differs; like `live`, a value built only
     ///     where it is used (in a preview).
-    ///   - test: Builds the world a test run's reads get when a test installed none (services
+    ///   - test: Builds the environment a test run's reads get when a test installed none (services
     ///     whose endpoints fail, say), built only there, once; `nil` (the default) names none.
     ///   - fileID: The calling file, recorded as the base's ``FrameOrigin``.
     ///   - line: The calling line, recorded with it.
@@ -97,10 +97,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ) {
         let context = EnvironmentContext.current
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
-        let world = LiveWorld(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
-        self.live = world
+        let environment = LiveBase(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
+        self.live = environment
         if context == .preview {
-            root = StackState(stackID: id, base: preview() ?? world.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
+            root = StackState(stackID: id, base: preview() ?? environment.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
         } else {
             root = StackState(stackID: id, emptyBaseOrigin: FrameOrigin(.base, fileID: fileID, line: line))
             // One scope that never ends, until the base is built (for good, in a test run): every
@@ -109,7 +109,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         }
     }
 
-    /// The live world, built on first use, for a test that means to use live values:
+    /// The live environment, built on first use, for a test that means to use live values:
     /// `.environment(appEnvironment, appEnvironment.liveEnvironment)`.
     ///
     /// For a stack made from a value (``init(_:fileID:line:)``), the base it was made with.
@@ -117,9 +117,9 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         live?.environment ?? root.withGuarded { ($0.below.first ?? $0.top).environment }
     }
 
-    /// How many times this stack built its live world (0 or 1): for tests that show a test
+    /// How many times this stack built its live environment (0 or 1): for tests that show a test
     /// run never builds it.
-    package var liveWorldBuilds: Int { live?.builds ?? 0 }
+    package var liveBaseBuilds: Int { live?.builds ?? 0 }
 
     /// How many environments are on the stack (in the calling task's scope, inside one),
     /// counting the base. A new stack, or a new scope, has depth 1.

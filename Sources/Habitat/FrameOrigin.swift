@@ -10,7 +10,7 @@ import Foundation
 ///
 /// Recording an origin costs nothing on the read path, and next to nothing on a write: a static
 /// string, a line number and the label are stored with the frame.
-public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomReflectable {
+public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
     /// What made the frame: the kind of the change that wrote it (``EnvironmentChangeKind/push``,
     /// ``EnvironmentChangeKind/login``...), ``EnvironmentChangeKind/base`` for a stack's base, or
     /// ``EnvironmentChangeKind/scope`` for a scope's.
@@ -21,14 +21,14 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomR
     public let line: UInt
     @usableFromInline let staticFileID: StaticString
 
-    /// Creates an origin.
+    /// Creates an origin: the stack's operations record one for each frame they write.
     /// - Parameters:
     ///   - operation: What made the frame.
     ///   - label: A label for people reading the stack.
     ///   - fileID: The calling file, as `#fileID` gives it (`Module/File.swift`).
     ///   - line: The calling line.
     @inlinable
-    public init(_ operation: EnvironmentChangeKind, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
+    package init(_ operation: EnvironmentChangeKind, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
         self.operation = operation
         self.label = label
         self.staticFileID = fileID
@@ -42,15 +42,6 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible, CustomR
     public var description: String {
         let label = label.map { " \"\($0)\"" } ?? ""
         return "\(operation)\(label) at \(fileID):\(line)"
-    }
-
-    /// What `dump` shows: the operation, label, file and line.
-    public var customMirror: Mirror {
-        Mirror(
-            self,
-            children: ["operation": operation.description, "label": label as Any, "fileID": fileID, "line": line],
-            displayStyle: .struct
-        )
     }
 
     public static func == (lhs: Self, rhs: Self) -> Bool {
@@ -72,8 +63,8 @@ public struct StackFrame<App: EnvironmentSchema>: Sendable, CustomStringConverti
     /// state; `now` and `uuid` are closures, which can't be compared, and are never listed.
     /// Only names are listed, never a value.
     public let changedFields: [String]
-    /// The frame's position: 1 for the base.
-    public let depth: Int
+    /// The frame's position: 1 for the base (its index in ``EnvironmentStack/frames``, plus 1).
+    let depth: Int
 
     /// `3: push "preview" at MyApp/Previews.swift:12, changed locale`.
     public var description: String {

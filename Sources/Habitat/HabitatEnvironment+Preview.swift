@@ -1,15 +1,15 @@
 public import Foundation
 
 extension HabitatEnvironment {
-    /// A world for Xcode previews and demos: the given services, a clock that stands still, and
+    /// An environment for Xcode previews and demos: the given services, a clock that stands still, and
     /// optionally a fixture user signed in with a token that means nothing to any server.
     ///
-    /// Give the stack its preview world where the app declares it, beside the live one; a
+    /// Give the stack its preview environment where the app declares it, beside the live one; a
     /// preview then never builds a live SDK. Services that keep data get in-memory stores
     /// (`InMemoryStore`, `InMemorySecretStore`) here, so a preview writes nothing to disk.
     ///
     /// ```swift
-    /// let appEnvironment = EnvironmentStack<AppWorld>(
+    /// let appEnvironment = EnvironmentStack<AppSchema>(
     ///     live: HabitatEnvironment(services: .live),
     ///     preview: .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada"))
     /// )
@@ -27,13 +27,13 @@ extension HabitatEnvironment {
         now: Date = Date(timeIntervalSinceReferenceDate: 0)
     ) -> Self {
         var environment = HabitatEnvironment(services: services, config: config, now: { now })
-        if let user { environment.setSession(user: user, token: AuthToken("preview")) }
+        if let user { environment.session = UserSession(user: user, token: AuthToken("preview")) }
         return environment
     }
 }
 
 extension HabitatEnvironment where App.Config: DefaultConfig {
-    /// A world for Xcode previews with the default configuration; see
+    /// An environment for Xcode previews with the default configuration; see
     /// ``preview(services:config:signedInAs:now:)``.
     /// - Parameters:
     ///   - services: Services that answer from fixtures.

@@ -1,15 +1,15 @@
 public import Foundation
 
-/// The whole world an app runs in, as one value.
+/// The whole environment an app runs in, as one value.
 ///
 /// An environment carries the app's services, the signed-in ``UserSession`` (or `nil` when nobody is
 /// logged in), the app's configuration, and the values that make code hard to test when read
 /// from the system directly: the current date, the calendar, locale and time zone, and a UUID
-/// generator. Because it is a value, a test builds the world it needs with a few updaters and
+/// generator. Because it is a value, a test builds the environment it needs with a few updaters and
 /// nothing leaks out of it:
 ///
 /// ```swift
-/// let live = HabitatEnvironment<AppWorld>(services: .live, config: .default)
+/// let live = HabitatEnvironment<AppSchema>(services: .live, config: .default)
 /// let test = live
 ///     .with(\.services, .mock)
 ///     .with(\.locale, Locale(identifier: "en_US_POSIX"))
@@ -97,8 +97,21 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     }
 
     /// The signed-in session, or `nil` when logged out. Setting it tells ``SessionDependent``
-    /// services, as ``setSession(user:token:)`` does, and signs out the
-    /// account's other session in ``otherAccounts``, if it had one.
+    /// services and signs out the account's other session in ``otherAccounts``, if it had one.
+    ///
+    /// This edits a value and records nothing; the stack's
+    /// ``EnvironmentStack/login(user:token:fileID:line:)`` is the transition (a frame, a change,
+    /// autosave). What a server's middleware sets in a scope's change closure, so the request's
+    /// environment is made with one copy of the current one:
+    ///
+    /// ```swift
+    /// try await appEnvironment.withEnvironment({ $0.session = UserSession(user: member, token: token) }) {
+    ///     try await handle(request)
+    /// }
+    /// ```
+    ///
+    /// Signing out of a value, or changing its user: `environment.session = nil`,
+    /// `environment.session?.user = user`.
     @inlinable
     public var session: UserSession<App.User>? {
         get { activeSession }
@@ -122,9 +135,6 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
 
     /// The signed-in user, or `nil` when logged out.
     public var currentUser: App.User? { session?.user }
-
-    /// Whether a user is signed in.
-    public var isLoggedIn: Bool { session != nil }
 }
 
 extension HabitatEnvironment {
@@ -209,7 +219,7 @@ extension HabitatEnvironment where App.Config: DefaultConfig {
     /// keeps no configuration, or one with a ``DefaultConfig``, writes.
     ///
     /// ```swift
-    /// let live = HabitatEnvironment<AppWorld>(services: .live)
+    /// let live = HabitatEnvironment<AppSchema>(services: .live)
     /// ```
     /// - Parameters:
     ///   - services: The app's dependencies.

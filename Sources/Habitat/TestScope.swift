@@ -14,9 +14,9 @@ extension EnvironmentStack {
         line: UInt = #line,
         operation: () async throws -> Void
     ) async -> (work: ScopeWork, outcome: Result<Void, any Error>) {
-        var world = environment?() ?? currentCopy()
-        change(&world)
-        var scope: StackState<App>? = makeScope(world, origin: FrameOrigin(.scope, fileID: fileID, line: line))
+        var environment = environment?() ?? currentCopy()
+        change(&environment)
+        var scope: StackState<App>? = makeScope(environment, origin: FrameOrigin(.scope, fileID: fileID, line: line))
         let outcome = await Scopes.innermost.withValue(
             scope,
             operation: { () async -> Result<Void, any Error> in

@@ -8,7 +8,7 @@ public import HabitatPersistence
 /// import HabitatKeychain
 ///
 /// let secrets = KeychainSecretStore()   // service: the bundle identifier
-/// let sessions = SessionStore<AppWorld>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
+/// let sessions = SessionStore<AppSchema>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
 /// ```
 ///
 /// - **One item per key**, named by its primary keys only: class, ``service``, account (the key)

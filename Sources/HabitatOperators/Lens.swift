@@ -10,7 +10,7 @@ public import Habitat
 /// - *set-set*: the second set wins: `l.set(w, in: l.set(v, in: r)) == l.set(w, in: r)`.
 ///
 /// ```swift
-/// let userName = Lens(\HabitatEnvironment<AppWorld>.session).optional(Lens(\.user.name))
+/// let userName = Lens(\HabitatEnvironment<AppSchema>.session).optional(Lens(\.user.name))
 /// let renamed = userName.set("Ada", in: env)   // unchanged when logged out
 /// let name = userName.get(env)                 // String?
 /// ```
@@ -62,7 +62,7 @@ public struct Lens<Root, Value>: Sendable {
     /// Returns a lens that focuses through this one and then through `next`.
     ///
     /// ```swift
-    /// let timeout = Lens(\HabitatEnvironment<AppWorld>.config).appending(Lens(\.timeout))
+    /// let timeout = Lens(\HabitatEnvironment<AppSchema>.config).appending(Lens(\.timeout))
     /// ```
     /// - Parameter next: A lens into this lens's value.
     /// - Returns: The composed lens.

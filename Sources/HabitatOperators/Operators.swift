@@ -47,8 +47,8 @@ public func |> <A, B, E: Error>(value: A, transform: (A) throws(E) -> B) throws(
 /// Returns an update that applies `first`, then `second`.
 ///
 /// ```swift
-/// let testWorld = (\.locale .~ posix) <> (\.timeZone .~ utc)
-/// let test = live |> testWorld
+/// let testSettings = (\.locale .~ posix) <> (\.timeZone .~ utc)
+/// let test = live |> testSettings
 /// ```
 /// - Parameters:
 ///   - first: The update applied first.
@@ -117,7 +117,7 @@ public func %~ <Root, Value>(
 /// Composes two lenses: the result focuses through `outer`, then through `inner`.
 ///
 /// ```swift
-/// let timeout = Lens(\HabitatEnvironment<AppWorld>.config) .. Lens(\.timeout)
+/// let timeout = Lens(\HabitatEnvironment<AppSchema>.config) .. Lens(\.timeout)
 /// ```
 /// - Parameters:
 ///   - outer: The lens into the root.

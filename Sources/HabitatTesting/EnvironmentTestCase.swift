@@ -7,8 +7,8 @@ public import XCTest
 /// Subclass it and say which stack and which environment, once:
 ///
 /// ```swift
-/// final class ProfileModelXCTests: EnvironmentTestCase<AppWorld> {
-///     override func setUpEnvironment() -> (EnvironmentStack<AppWorld>, HabitatEnvironment<AppWorld>)? {
+/// final class ProfileModelXCTests: EnvironmentTestCase<AppSchema> {
+///     override func setUpEnvironment() -> (EnvironmentStack<AppSchema>, HabitatEnvironment<AppSchema>)? {
 ///         (appEnvironment, .test(services: .unimplemented, config: .default))
 ///     }
 ///
@@ -31,7 +31,7 @@ public import XCTest
 open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
     /// The stack the tests use and the environment each test starts from. Called once per test.
     ///
-    /// Override it. Returning `nil` (what the default does) means "no test world": the test
+    /// Override it. Returning `nil` (what the default does) means "no test environment": the test
     /// fails, saying this method must be overridden, and runs outside any scope.
     /// - Returns: The app's stack and the environment of the test's scope.
     open func setUpEnvironment() -> (EnvironmentStack<App>, HabitatEnvironment<App>)? {

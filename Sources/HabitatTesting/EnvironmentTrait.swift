@@ -52,7 +52,7 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
     ) async throws {
         let name = "\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))"
         // NB: a whole environment never reads the stack: in a test run, the stack outside every
-        // test's scope is the live world, which a test must not reach.
+        // test's scope is the live environment, which a test must not reach.
         // The test's own storage: the stack's saves and restores in its scope go there.
         let storage = TestStorage<App>(named: namedSessions)
         let (work, outcome) = await TestStorageBinding.$current.withValue(storage) {
@@ -105,7 +105,7 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
 
     /// This trait, running `body` after each test (each argument, each repetition), once the
     /// work the test started in its scope has finished (or after `limit`): to close a database
-    /// or flush a store the test's world used. It runs whether the test passed or not; what it
+    /// or flush a store the test's environment used. It runs whether the test passed or not; what it
     /// throws fails the test. Given twice, both run, in order.
     ///
     /// ```swift
@@ -137,7 +137,7 @@ enum UnfinishedWork {
         let message = "test \(test.name) left work running at its end\(waited.map { " (still after \($0), before its teardown)" } ?? ""). "
             + "A task started in its scope (`Task { }` copies the scope) may write into the next test's store or call "
             + "its services. Await or cancel it before the test returns, or allow it with `.allowingUnfinishedWork()` on the trait."
-        WorldReport(message).record(at: test.sourceLocation)
+        ContextReport(message).record(at: test.sourceLocation)
     }
 }
 
@@ -188,7 +188,7 @@ extension Trait {
     }
 
     /// Runs the test (or every test of the suite) in a scope of its own on `stack`, in the test
-    /// world of `services`: `HabitatEnvironment.test(services:)` (a fixed clock, `en_US_POSIX`,
+    /// environment of `services`: `HabitatEnvironment.test(services:)` (a fixed clock, `en_US_POSIX`,
     /// UTC, counting UUIDs), built anew for every test, then changed by `change`, if given.
     ///
     /// ```swift
@@ -201,7 +201,7 @@ extension Trait {
     /// - Parameters:
     ///   - stack: The app's stack.
     ///   - services: The test's services, built once per test.
-    ///   - change: Changes the test's world, once per test, before the test runs.
+    ///   - change: Changes the test's environment, once per test, before the test runs.
     /// - Returns: The trait.
     public static func environment<App>(
         _ stack: EnvironmentStack<App>,
@@ -212,7 +212,7 @@ extension Trait {
     }
 
     /// Runs the test (or every test of the suite) in a scope of its own on `stack`, starting
-    /// from a fresh `environment` changed by `change`: a whole world plus the one thing this
+    /// from a fresh `environment` changed by `change`: a whole environment plus the one thing this
     /// test needs different.
     ///
     /// ```swift

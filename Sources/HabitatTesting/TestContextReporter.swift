@@ -4,14 +4,14 @@ import Testing
 import XCTest
 
 /// How a stack made with `EnvironmentStack(live:)` reports, in a test run, a read that found no
-/// test world: `Habitat` finds this type by name, so it needs no import of either framework.
+/// test environment: `Habitat` finds this type by name, so it needs no import of either framework.
 ///
 /// Not for apps: linking `HabitatTesting` is what turns the stack's warning into a test failure.
 package enum TestContextReporter: HabitatTestReporting {
-    /// Fails the test that read the live world of `stack`, once per test, at the test's own
+    /// Fails the test that read the live environment of `stack`, once per test, at the test's own
     /// line; a read from work that escaped a test's scope is reported as "escaped scope", once
     /// per set of open test scopes, at the open test's declaration when only one is open.
-    package static func liveWorldReached(stack: String, openScopes: Int, testWorld: Bool) {
+    package static func liveBaseReached(stack: String, openScopes: Int, testEnvironmentInstalled: Bool) {
         let test = Test.current?.name ?? XCTestWatcher.shared.running
         let (scopes, soleScope) = OpenTestScopes.shared.snapshot
         let escaped = test == nil && openScopes > 0
@@ -20,11 +20,11 @@ package enum TestContextReporter: HabitatTestReporting {
                 + "(Task.detached, a DispatchQueue closure)\(scopes.isEmpty ? "" : " (open test scopes: \(scopes.joined(separator: "; ")))"). "
                 + "Capture `stack.current` before leaving the task, or re-enter with `stack.withEnvironment(captured) { ... }`."
             : "\(test.map { "test \($0)" } ?? "a read outside every test's scope") reached "
-                + (testWorld
-                    ? "\(stack) with no test world installed: it got the stack's test world (`test:`), never the live one. "
-                    : "the live world of \(stack): no test world is installed, and the stack names no test world "
-                        + "(`EnvironmentStack(live:test:)`), so the live world was built. ")
-                + "To fix it, install a test world with `.environment(stack, services: ...)` "
+                + (testEnvironmentInstalled
+                    ? "\(stack) with no test environment installed: it got the stack's test environment (`test:`), never the live one. "
+                    : "the live environment of \(stack): no test environment is installed, and the stack names no test environment "
+                        + "(`EnvironmentStack(live:test:)`), so the live environment was built. ")
+                + "To fix it, install a test environment with `.environment(stack, services: ...)` "
                 + "on the test or its suite, or `EnvironmentTestCase` in XCTest; a test that means to use live values starts "
                 + "its scope from `stack.liveEnvironment`, and HABITAT_CONTEXT=live turns this check off."
         let key = "\(stack) " + (escaped ? "escaped " + scopes.joined(separator: ",") : test ?? "outside every test")
@@ -32,11 +32,11 @@ package enum TestContextReporter: HabitatTestReporting {
         if CapturedStackReports.shared.capture(message) {
             return
         } else if let current = Test.current, CapturedTestFailures.current == nil {
-            WorldReport(message).record(at: current.sourceLocation)
+            ContextReport(message).record(at: current.sourceLocation)
         } else if escaped, let soleScope {
             // NB: no test is current in escaped work, so the issue has no test to go to; at the
             // one open test's declaration it points at the user's code, not at this file.
-            WorldReport(message).record(at: soleScope)
+            ContextReport(message).record(at: soleScope)
         } else {
             reportTestFailure(message)
         }
@@ -129,7 +129,7 @@ package final class CapturedStackReports: Sendable {
 /// A report as Swift Testing shows it: its first sentence as the issue's headline (an issue
 /// recorded from an error is headlined with the error, one recorded with a comment only says
 /// "Issue recorded"), and the rest, how to fix it, as the comment.
-struct WorldReport: Error, CustomStringConvertible {
+struct ContextReport: Error, CustomStringConvertible {
     let description: String
     let details: String
 

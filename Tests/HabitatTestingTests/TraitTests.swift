@@ -6,11 +6,11 @@ import Testing
 
 @Suite(.environment(AppEnvironment) { $0 = .test(services: Services(), config: Config(greeting: "Hi")) })
 struct TraitTests {
-    @Test func theSuiteTraitGivesEachTestTheTestWorld() {
+    @Test func theSuiteTraitGivesEachTestTheTestEnvironment() {
         let env = AppEnvironment.current
         #expect(env.services.label == "unimplemented")
         #expect(env.config.greeting == "Hi")
-        #expect(env.now() == TestWorld.date)
+        #expect(env.now() == TestFixtures.date)
         #expect(env.uuid() == UUID(uuidString: "00000000-0000-0000-0000-000000000000"))
         #expect(env.uuid() == UUID(uuidString: "00000000-0000-0000-0000-000000000001"))
         #expect(env.locale.identifier == "en_US_POSIX")
@@ -29,12 +29,12 @@ struct TraitTests {
         #expect(AppEnvironment.current.services.label == "whole")
     }
 
-    /// A whole world plus the one change this test needs, in one trait.
+    /// A whole environment plus the one change this test needs, in one trait.
     @Test(.environment(AppEnvironment, .test(services: Services(label: "whole"), config: Config())) { $0.config.greeting = "Hallo" })
     func aTraitCanStartFromAWholeEnvironmentAndChangeIt() {
         #expect(AppEnvironment.current.services.label == "whole")
         #expect(AppEnvironment.current.config.greeting == "Hallo")
-        #expect(AppEnvironment.depth == 1, "one scope, its base the changed world")
+        #expect(AppEnvironment.depth == 1, "one scope, its base the changed environment")
     }
 
     @Test(.environment(AppEnvironment) { $0.services.label = "repeated" }, arguments: 0..<3)
@@ -74,18 +74,18 @@ struct TraitTests {
         #expect(AppEnvironment.depth == 1)
     }
 
-    @Test func inTestWorldKeepsServicesAndConfig() {
+    @Test func inTestEnvironmentKeepsServicesAndConfig() {
         let env = HabitatEnvironment<TestingApp>(services: Services(label: "x"), config: Config(greeting: "Yo"))
-            .inTestWorld(now: Date(timeIntervalSince1970: 5))
+            .usingTestFixtures(now: Date(timeIntervalSince1970: 5))
         #expect(env.services.label == "x")
         #expect(env.config.greeting == "Yo")
         #expect(env.now() == Date(timeIntervalSince1970: 5))
     }
 
     @Test func eachIncrementingGeneratorStartsAtZero() {
-        let first = TestWorld.incrementingUUIDs()
+        let first = TestFixtures.incrementingUUIDs()
         _ = first()
-        let second = TestWorld.incrementingUUIDs()
+        let second = TestFixtures.incrementingUUIDs()
         #expect(second() == UUID(uuidString: "00000000-0000-0000-0000-000000000000"))
         #expect(first() == UUID(uuidString: "00000000-0000-0000-0000-000000000001"))
     }

@@ -59,7 +59,7 @@ final class Flag: @unchecked Sendable {
         try await trait.provideScope(for: test, testCase: Test.Case.current) {
             Task {
                 try? await Task.sleep(for: .milliseconds(200))
-                // The world the test installed, still: the work inherited it.
+                // The environment the test installed, still: the work inherited it.
                 _ = countingEnvironment.current.services.counter.call()
                 log.append("work done")
             }

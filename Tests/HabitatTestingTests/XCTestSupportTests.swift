@@ -15,7 +15,7 @@ final class XCTestIsolationTests: XCTestCase {
 
     func testSyncTestsSeeTheTestEnvironment() {
         XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
-        XCTAssertEqual(AppEnvironment.current.now(), TestWorld.date)
+        XCTAssertEqual(AppEnvironment.current.now(), TestFixtures.date)
         AppEnvironment.login(user: .ada, token: AuthToken("t"))
         XCTAssertEqual(AppEnvironment.current.currentUser, .ada)
     }
@@ -106,7 +106,7 @@ final class EnvironmentTestCaseTests: EnvironmentTestCase<TestingApp> {
         await Task.yield()
         XCTAssertEqual(AppEnvironment.current.services.label, "base class")
         XCTAssertNil(AppEnvironment.current.currentUser, "another test's login stayed in its scope")
-        XCTAssertEqual(AppEnvironment.current.now(), TestWorld.date)
+        XCTAssertEqual(AppEnvironment.current.now(), TestFixtures.date)
     }
 }
 

@@ -9,12 +9,12 @@ struct GreeterServices: Sendable {
     var greet: @Sendable (String) -> String
 }
 
-enum GreeterWorld: EnvironmentSchema {
+enum GreeterSchema: EnvironmentSchema {
     typealias Services = GreeterServices
 }
 
 /// A schema that adds its user and a configuration with a default in an extension.
-enum DefaultedWorld: EnvironmentSchema {
+enum DefaultedSchema: EnvironmentSchema {
     typealias Services = GreeterServices
 }
 
@@ -22,12 +22,12 @@ struct GreeterConfig: Codable, Sendable, DefaultConfig {
     var timeout = 30
 }
 
-extension DefaultedWorld {
+extension DefaultedSchema {
     typealias User = TestUser
     typealias Config = GreeterConfig
 }
 
-/// Counts how many times a live world was built.
+/// Counts how many times a live environment was built.
 final class BuildCounter: @unchecked Sendable {
     // Safe: `count` is read and written only with `lock` held.
     private let lock = NSLock()
@@ -37,9 +37,9 @@ final class BuildCounter: @unchecked Sendable {
 }
 
 let greeterBuilds = BuildCounter()
-/// A stack as an app declares it: its live world described, built only where it is used. Every
-/// test below that uses it installs a test world, so it is never built in a test run.
-let greeterEnvironment = EnvironmentStack<GreeterWorld>(live: {
+/// A stack as an app declares it: its live environment described, built only where it is used. Every
+/// test below that uses it installs a test environment, so it is never built in a test run.
+let greeterEnvironment = EnvironmentStack<GreeterSchema>(live: {
     greeterBuilds.increment()
     return HabitatEnvironment(services: GreeterServices(greet: { "Hello, \($0) (live)" }))
 }())
@@ -67,13 +67,13 @@ let greeterEnvironment = EnvironmentStack<GreeterWorld>(live: {
     }
 
     @Test func aConfigWithADefaultNeedsNoConfigArgument() {
-        #expect(HabitatEnvironment<DefaultedWorld>(services: GreeterServices(greet: { $0 })).config.timeout == 30)
-        #expect(HabitatEnvironment<DefaultedWorld>.preview(services: GreeterServices(greet: { $0 })).config.timeout == 30)
-        #expect(HabitatEnvironment<DefaultedWorld>.test(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+        #expect(HabitatEnvironment<DefaultedSchema>(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+        #expect(HabitatEnvironment<DefaultedSchema>.preview(services: GreeterServices(greet: { $0 })).config.timeout == 30)
+        #expect(HabitatEnvironment<DefaultedSchema>.test(services: GreeterServices(greet: { $0 })).config.timeout == 30)
     }
 
     @Test func aSchemaMayNameOnlyItsServices() {
-        let environment = HabitatEnvironment<GreeterWorld>(services: GreeterServices(greet: { $0 }))
+        let environment = HabitatEnvironment<GreeterSchema>(services: GreeterServices(greet: { $0 }))
         #expect(environment.config == NoConfig())
         #expect(environment.session == nil)
     }
@@ -81,35 +81,35 @@ let greeterEnvironment = EnvironmentStack<GreeterWorld>(live: {
 
 @Suite(.environment(greeterEnvironment, .test(services: GreeterServices(greet: { "Hi, \($0)" }))))
 struct ContextFenceTests {
-    @Test func aTestWorldIsReadAndTheLiveWorldIsNeverBuilt() async {
+    @Test func aTestEnvironmentIsReadAndTheLiveEnvironmentIsNeverBuilt() async {
         #expect(greeterEnvironment.current.services.greet("Ada") == "Hi, Ada")
         await withTaskGroup(of: String.self) { group in
             group.addTask { greeterEnvironment.current.services.greet("Grace") }
             for await text in group { #expect(text == "Hi, Grace") }
         }
-        #expect(greeterBuilds.value == 0, "no test of this run builds the live world")
-        #expect(greeterEnvironment.liveWorldBuilds == 0)
+        #expect(greeterBuilds.value == 0, "no test of this run builds the live environment")
+        #expect(greeterEnvironment.liveBaseBuilds == 0)
     }
 
-    @Test func aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+    @Test func aReadWithoutATestEnvironmentIsReportedOnceNamingTheTestAndTheFix() async {
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
-            #expect(stack.current.services.greet("Ada") == "live Ada", "the test goes on with the live world")
+            #expect(stack.current.services.greet("Ada") == "live Ada", "the test goes on with the live environment")
             _ = stack.current
         }
         #expect(reports.count == 1, "one report per test, however many reads")
         let message = reports.first
-        #expect(message?.contains("test aReadWithoutATestWorldIsReportedOnceNamingTheTestAndTheFix()") == true)
-        #expect(message?.contains("reached the live world") == true)
-        #expect(message?.contains("no test world is installed") == true)
+        #expect(message?.contains("test aReadWithoutATestEnvironmentIsReportedOnceNamingTheTestAndTheFix()") == true)
+        #expect(message?.contains("reached the live environment") == true)
+        #expect(message?.contains("no test environment is installed") == true)
         #expect(message?.contains(".environment(stack, services:") == true)
-        #expect(stack.liveWorldBuilds == 1, "built when reached, once")
+        #expect(stack.liveBaseBuilds == 1, "built when reached, once")
     }
 
-    /// A stack that names its test world never gives a test its live world: a read without a
-    /// test world gets the test world, and the report says so.
-    @Test func aForgottenWorldGetsTheStacksTestWorldNeverTheLiveOne() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(
+    /// A stack that names its test environment never gives a test its live environment: a read without a
+    /// test environment gets the test environment, and the report says so.
+    @Test func aForgottenEnvironmentGetsTheStacksTestEnvironmentNeverTheLiveOne() async {
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(
             live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })),
             test: { HabitatEnvironment(services: GreeterServices(greet: { "failing \($0)" })) }
         ), #line - 3)
@@ -117,10 +117,10 @@ struct ContextFenceTests {
             #expect(stack.current.services.greet("Ada") == "failing Ada")
             #expect(stack.current.services.greet("Grace") == "failing Grace")
         }
-        #expect(stack.liveWorldBuilds == 0, "the live world is never built")
+        #expect(stack.liveBaseBuilds == 0, "the live environment is never built")
         #expect(stack.liveEnvironment.services.greet("Ada") == "live Ada", "a test that asks for it still gets it")
         #expect(reports.count == 1)
-        #expect(reports.first?.contains("with no test world installed: it got the stack's test world (`test:`), never the live one") == true)
+        #expect(reports.first?.contains("with no test environment installed: it got the stack's test environment (`test:`), never the live one") == true)
     }
 
     @Test func aServicesOnlyStackNamesItsTestServices() async {
@@ -128,26 +128,26 @@ struct ContextFenceTests {
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             #expect(stack.current.services.greet("Ada") == "failing Ada")
         }
-        #expect(stack.liveWorldBuilds == 0)
+        #expect(stack.liveBaseBuilds == 0)
         #expect(reports.count == 1)
     }
 
     /// The issue says what happened in its headline (not Swift Testing's generic "Issue
     /// recorded") and how to fix it in its comment.
-    @Test func aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() {
-        let stack = EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
+    @Test func aForgottenEnvironmentIsAnIssueHeadlinedWithWhatHappened() {
+        let stack = EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
         withKnownIssue("expected, not a failure: the point of this test is the report") {
             _ = stack.current
         } matching: { issue in
             let headline = issue.error.map { "\($0)" } ?? ""
-            return headline.hasPrefix("test aForgottenWorldIsAnIssueHeadlinedWithWhatHappened() reached the live world of the stack made at ")
-                && headline.hasSuffix("no test world is installed, and the stack names no test world (`EnvironmentStack(live:test:)`), so the live world was built")
-                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test world with `.environment(stack, services: ...)`") == true
+            return headline.hasPrefix("test aForgottenEnvironmentIsAnIssueHeadlinedWithWhatHappened() reached the live environment of the stack made at ")
+                && headline.hasSuffix("no test environment is installed, and the stack names no test environment (`EnvironmentStack(live:test:)`), so the live environment was built")
+                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test environment with `.environment(stack, services: ...)`") == true
         }
     }
 
     @Test func aDetachedReadInsideATestScopeIsAnEscapedScope() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             await stack.withEnvironment(.test(services: GreeterServices(greet: { "test \($0)" }))) {
                 #expect(stack.current.services.greet("Ada") == "test Ada")
@@ -161,7 +161,7 @@ struct ContextFenceTests {
     }
 
     @Test func aTestThatMeansToUseLiveValuesSaysSo() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             stack.withEnvironment(stack.liveEnvironment) {
                 #expect(stack.current.services.greet("Ada") == "live Ada")
@@ -173,7 +173,7 @@ struct ContextFenceTests {
     }
 
     @Test func aStackMadeFromAValueIsNeverReported() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(HabitatEnvironment(services: GreeterServices(greet: { "given \($0)" }))), #line)
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(HabitatEnvironment(services: GreeterServices(greet: { "given \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             #expect(stack.current.services.greet("Ada") == "given Ada")
             #expect(stack.liveEnvironment.services.greet("Ada") == "given Ada")
@@ -182,8 +182,8 @@ struct ContextFenceTests {
     }
 }
 
-@Suite struct PreviewWorldTests {
-    @Test func aPreviewWorldStandsStillAndMaySignAFixtureUserIn() {
+@Suite struct PreviewEnvironmentTests {
+    @Test func aPreviewEnvironmentStandsStillAndMaySignAFixtureUserIn() {
         let signedOut = HabitatEnvironment<TestApp>.preview(services: TestServices(label: "preview"), config: TestConfig())
         #expect(signedOut.now() == Date(timeIntervalSinceReferenceDate: 0))
         #expect(signedOut.now() == signedOut.now())
@@ -197,35 +197,35 @@ struct ContextFenceTests {
 }
 
 @Suite struct ContextOverrideTests {
-    /// Not a test of its own: a test that reads a live stack without a test world, run in a
+    /// Not a test of its own: a test that reads a live stack without a test environment, run in a
     /// child process by the test below.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_FENCE_WORKER"] != nil))
     func fenceWorker() {
-        let stack = EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
+        let stack = EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
         print(stack.current.services.greet("Ada"))
     }
 
-    /// Not a test of its own: in the live context, the live world is built by the first call
+    /// Not a test of its own: in the live context, the live environment is built by the first call
     /// that uses the stack, a read or another, and once.
     @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_LAZY_WORKER"] != nil))
     func lazyLiveWorker() {
         let builds = LockedBox(0)
-        let build = { @Sendable () -> HabitatEnvironment<GreeterWorld> in
+        let build = { @Sendable () -> HabitatEnvironment<GreeterSchema> in
             builds.withLock { $0 += 1 }
             return HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))
         }
-        let read = EnvironmentStack<GreeterWorld>(live: build())
+        let read = EnvironmentStack<GreeterSchema>(live: build())
         print("made: \(builds.withLock { $0 })")
         print("read: \(read.current.services.greet("Ada")) \(builds.withLock { $0 })")
         _ = read.current
         print("again: \(builds.withLock { $0 })")
-        let pushed = EnvironmentStack<GreeterWorld>(live: build())
+        let pushed = EnvironmentStack<GreeterSchema>(live: build())
         pushed.push { $0.locale = Locale(identifier: "de_DE") }
         print("pushed: \(pushed.depth) \(builds.withLock { $0 }) \(pushed.pop()?.locale.identifier ?? "-") \(pushed.current.services.greet("Grace"))")
     }
 
     @Test(.enabled(if: canRunFixtures))
-    func inTheLiveContextTheLiveWorldIsBuiltByTheFirstUse() async throws {
+    func inTheLiveContextTheLiveEnvironmentIsBuiltByTheFirstUse() async throws {
         try await offThePool {
             let child = fixtureProcess("lazyLiveWorker", environment: ["HABITAT_LAZY_WORKER": "1", "HABITAT_CONTEXT": "live"])
             let output = Pipe()
@@ -251,31 +251,31 @@ struct ContextFenceTests {
             child.waitUntilExit()
             let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(child.terminationStatus == status, "HABITAT_CONTEXT=\(context): the read \(status == 0 ? "passes" : "fails the test")")
-            #expect(printed.contains("live Ada"), "either way the read returns the live world")
+            #expect(printed.contains("live Ada"), "either way the read returns the live environment")
         }
     }
 }
 
 /// The same fence under XCTest: `reportTestFailure` fails the running XCTest test.
 final class ContextFenceXCTests: XCTestCase {
-    func testAReadWithoutATestWorldIsReportedOnce() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+    func testAReadWithoutATestEnvironmentIsReportedOnce() async {
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             XCTAssertEqual(stack.current.services.greet("Ada"), "live Ada")
             _ = stack.current
         }
         XCTAssertEqual(reports.count, 1)
-        XCTAssertTrue(reports.first?.contains("reached the live world of the stack made at HabitatTests/ContextFenceTests.swift:") == true)
+        XCTAssertTrue(reports.first?.contains("reached the live environment of the stack made at HabitatTests/ContextFenceTests.swift:") == true)
     }
 
     func testAStackInATestCaseScopeIsNotReported() async {
-        let (stack, line) = (EnvironmentStack<GreeterWorld>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
+        let (stack, line) = (EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" }))), #line)
         let reports = await CapturedStackReports.shared.collect(stackAt: #fileID, line: UInt(line)) {
             stack.withEnvironment(.test(services: GreeterServices(greet: { "test \($0)" }))) {
                 XCTAssertEqual(stack.current.services.greet("Ada"), "test Ada")
             }
         }
         XCTAssertEqual(reports, [])
-        XCTAssertEqual(stack.liveWorldBuilds, 0)
+        XCTAssertEqual(stack.liveBaseBuilds, 0)
     }
 }

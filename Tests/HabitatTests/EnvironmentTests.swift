@@ -8,7 +8,6 @@ import Testing
         let env = HabitatEnvironment<TestApp>(services: TestServices(), config: TestConfig())
         #expect(env.session == nil)
         #expect(env.currentUser == nil)
-        #expect(!env.isLoggedIn)
         #expect(abs(env.now().timeIntervalSinceNow) < 60)
         #expect(env.uuid() != env.uuid())
     }
@@ -62,7 +61,7 @@ import Testing
     @Test func everyCopyKeepsEveryField() async throws {
         let id = UUID()
         var base = makeEnvironment("kept")
-        base.setSession(user: .ada, token: AuthToken("t-ada", expiresAt: fixedDate))
+        base.session = UserSession(user: .ada, token: AuthToken("t-ada", expiresAt: fixedDate))
         base.otherAccounts = [UserSession(user: .grace, token: AuthToken("t-grace"))]
         base.config = TestConfig(timeout: 7, features: ["beta"])
         base.uuid = { id }
@@ -126,7 +125,7 @@ import Testing
 
     @Test func inPlaceTransitionsMatchTheKeyPathUpdaterAndTellTheServices() throws {
         var env = makeEnvironment()
-        env.setSession(user: .ada, token: AuthToken("abc"))
+        env.session = UserSession(user: .ada, token: AuthToken("abc"))
         #expect(env.session == makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("abc"))).session)
         #expect(env.services.authorization == "Bearer abc", "services are told, as by the key path")
         env.session?.user = TestUser(id: 1, name: "Ada L.")
@@ -171,7 +170,7 @@ import Testing
         var dumpedEnvironment = ""
         dump(env, to: &dumpedEnvironment)
         let renderings = [
-            token.description, token.debugDescription, "\(token)", String(reflecting: token), dumped,
+            token.description, "\(token)", String(reflecting: token), dumped,
             String(describing: env), String(reflecting: env), String(describing: env.session), dumpedEnvironment,
             String(describing: Mirror(reflecting: token).children.map { "\($0.label ?? ""): \($0.value)" }),
         ]

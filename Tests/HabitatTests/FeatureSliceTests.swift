@@ -42,7 +42,7 @@ private enum ComposedApp: EnvironmentSchema {
         EnvironmentStack(HabitatEnvironment(services: ComposedServices()))
     }
 
-    @Test func aSliceReadsTheAppsWorld() {
+    @Test func aSliceReadsTheAppsEnvironment() {
         let app = makeApp()
         let model = GreetingModel(environment: app.slice(\.greetings))
         #expect(model.greet() == "Hello, guest")
@@ -126,21 +126,30 @@ private enum ComposedApp: EnvironmentSchema {
         #expect(GreetingModel(environment: slice).greet() == "Salut, guest")
     }
 
-    @Test func aTestSliceIsAWorldOfItsOwn() {
+    @Test func aTestSliceIsAnEnvironmentOfItsOwn() {
         let first = EnvironmentSlice.test(GreetingServices(greeting: "One"))
         let second = EnvironmentSlice.test(GreetingServices(greeting: "Two"))
         first.push { $0.memberName = "Ada" }
         #expect(GreetingModel(environment: first).greet() == "One, Ada")
         #expect(GreetingModel(environment: second).greet() == "Two, guest")
-        #expect(first.basics.now() == Date(timeIntervalSinceReferenceDate: 0))
+        #expect(first.now() == Date(timeIntervalSinceReferenceDate: 0))
     }
 
-    @Test func basicsComeFromTheCallersWorld() {
+    @Test func basicsComeFromTheCallersEnvironment() {
         let app = makeApp()
         let slice = app.slice(\.greetings)
-        let zone = app.withEnvironment({ $0.timeZone = TimeZone(identifier: "Asia/Tokyo")! }) {
-            slice.basics.timeZone.identifier
+        let (zone, locale, calendar, now) = app.withEnvironment({
+            $0.timeZone = TimeZone(identifier: "Asia/Tokyo")!
+            $0.locale = Locale(identifier: "ja_JP")
+            $0.calendar = Calendar(identifier: .japanese)
+            $0.now = { Date(timeIntervalSince1970: 42) }
+        }) {
+            (slice.timeZone.identifier, slice.locale.identifier, slice.calendar.identifier, slice.now())
         }
         #expect(zone == "Asia/Tokyo")
+        #expect(locale == "ja_JP")
+        #expect(calendar == .japanese)
+        #expect(now == Date(timeIntervalSince1970: 42))
+        #expect(slice.timeZone.identifier != "Asia/Tokyo" || TimeZone.current.identifier == "Asia/Tokyo", "outside the scope, the app's")
     }
 }

@@ -45,7 +45,7 @@ import Darwin
 
     @Test func aSecretsDirectoryThatIsASymlinkIsRefused() throws {
         let directory = try TemporaryDirectory()
-        let elsewhere = directory.file("world-readable")
+        let elsewhere = directory.file("environment-readable")
         try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: false)
         let link = directory.file("secrets")
         try FileManager.default.createSymbolicLink(at: link, withDestinationURL: elsewhere)

@@ -17,7 +17,7 @@ import Testing
         #expect(frames[0].origin == FrameOrigin(.push, label: "preview", fileID: "HabitatTests/InspectionTests.swift", line: line))
         #expect(frames[0].origin.fileID == file)
         #expect(frames[0].changedFields == ["locale"])
-        #expect(frames[0].depth == 2)
+        #expect(frames[0].description.hasPrefix("2: push \"preview\""), "the frame's position, 1 for the base")
         #expect(frames[1].origin.operation == .base)
         #expect(frames[1].origin.fileID == "HabitatTests/Fixtures.swift", "the base comes from makeStack()")
         #expect(frames[1].changedFields.isEmpty)

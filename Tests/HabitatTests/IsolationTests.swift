@@ -7,7 +7,7 @@ import Testing
 private let sharedStack = EnvironmentStack<TestApp>(makeEnvironment("global"))
 
 /// Many tests at once, in parallel, each logging in its own user on the shared stack inside its
-/// own scope, pushing and popping, and checking after every step that it sees only its own world.
+/// own scope, pushing and popping, and checking after every step that it sees only its own environment.
 @Suite struct IsolationTests {
     @Test(arguments: 0..<64)
     func parallelTestsNeverSeeEachOther(index: Int) async throws {

@@ -51,14 +51,14 @@ import Testing
     @Test func loginAndLogoutAreObserved() async throws {
         let stack = makeStack()
         let object = ObservableEnvironment(stack)
-        #expect(await observer(of: { object.currentUser }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
+        #expect(await observer(of: { object.session?.user }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
         await settle(stack, object)
-        #expect(object.currentUser == .ada)
-        #expect(object.isLoggedIn)
-        #expect(await observer(of: { object.isLoggedIn }, isToldOf: { stack.logout() }))
+        #expect(object.session?.user == .ada)
+        #expect(object.session != nil)
+        #expect(await observer(of: { object.session != nil }, isToldOf: { stack.logout() }))
         await settle(stack, object)
-        #expect(object.currentUser == nil)
-        #expect(!object.isLoggedIn)
+        #expect(object.session?.user == nil)
+        #expect(object.session == nil)
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
@@ -66,9 +66,9 @@ import Testing
         let stack = makeStack()
         stack.login(user: .ada, token: AuthToken("t"))
         let object = ObservableEnvironment(stack)
-        #expect(try await observer(of: { object.currentUser }, isToldOf: { try stack.updateCurrentUser { $0.name = "Ada L." } }))
+        #expect(try await observer(of: { object.session?.user }, isToldOf: { try stack.updateCurrentUser { $0.name = "Ada L." } }))
         await settle(stack, object)
-        #expect(object.currentUser?.name == "Ada L.")
+        #expect(object.session?.user.name == "Ada L.")
         #expect(await observer(of: { object.config }, isToldOf: { stack.updateConfig { $0.timeout = 5 } }))
         await settle(stack, object)
         #expect(object.config.timeout == 5)
@@ -83,10 +83,10 @@ import Testing
 
         let stack = makeStack()
         let object = ObservableEnvironment(stack)
-        #expect(try await observer(of: { object.currentUser }, isToldOf: { try stack.restore(from: sessions) }))
+        #expect(try await observer(of: { object.session?.user }, isToldOf: { try stack.restore(from: sessions) }))
         await settle(stack, object)
-        #expect(object.currentUser == .grace)
-        #expect(object.isRestored)
+        #expect(object.session?.user == .grace)
+        #expect(object.session?.state == .restored)
 
         let (told, tell) = AsyncStream<Void>.makeStream()
         withObservationTracking { _ = object.session } onChange: { tell.yield() }
@@ -95,7 +95,7 @@ import Testing
         #expect(await firstOf(told, orAfter: .seconds(120)))
         await settle(stack, object)
         #expect(object.session?.state == .authenticated)
-        #expect(!object.isRestored)
+        #expect(object.session?.state != .restored)
     }
 
     @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)  // ObservableEnvironment, withObservationTracking
@@ -105,19 +105,19 @@ import Testing
         let inside = try await stack.withEnvironment({ $0.config.timeout = 1 }) { () async throws -> ObservableEnvironment<TestApp> in
             let object = ObservableEnvironment(stack)
             #expect(object.config.timeout == 1)
-            #expect(await observer(of: { object.currentUser }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
+            #expect(await observer(of: { object.session?.user }, isToldOf: { stack.login(user: .ada, token: AuthToken("t")) }))
             await settle(stack, object)
-            #expect(object.currentUser == .ada)
+            #expect(object.session?.user == .ada)
             return object
         }
         // The scope's login never reached the global stack or its observer.
         #expect(stack.current.session == nil)
-        #expect(outside.currentUser == nil)
+        #expect(outside.session?.user == nil)
         // After the scope, the object no longer follows anything: a global login leaves it as it was.
         stack.login(user: .grace, token: AuthToken("g"))
         await settle(stack, outside)
-        #expect(outside.currentUser == .grace)
-        #expect(inside.currentUser == .ada)
+        #expect(outside.session?.user == .grace)
+        #expect(inside.session?.user == .ada)
         #expect(inside.config.timeout == 1)
     }
 

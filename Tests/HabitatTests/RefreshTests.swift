@@ -157,7 +157,7 @@ import Testing
         #expect(stack.current.session?.token == AuthToken("fresh"))
     }
 
-    /// Scopes are worlds of their own: two scopes with the same token each make their request.
+    /// Scopes are environments of their own: two scopes with the same token each make their request.
     @Test func scopesDoNotShareARequest() async throws {
         let stack = makeStack()
         let token = AuthToken("shared-\(UUID().uuidString)")
@@ -166,7 +166,7 @@ import Testing
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<2 {
                 group.addTask {
-                    await stack.withEnvironment({ $0.setSession(user: .ada, token: token) }) {
+                    await stack.withEnvironment({ $0.session = UserSession(user: .ada, token: token) }) {
                         let outcome = await stack.refreshSession { _ in
                             calls.increment()
                             await release.wait()

@@ -8,7 +8,7 @@ private struct GreeterOnlyServices: Sendable {
     var greet: @Sendable (String) -> String
 }
 
-private enum ServicesOnlyWorld: EnvironmentSchema {
+private enum ServicesOnlySchema: EnvironmentSchema {
     typealias Services = GreeterOnlyServices
 }
 
@@ -17,12 +17,12 @@ private enum ServicesOnlyWorld: EnvironmentSchema {
 /// compiles this schema's shape at iOS 16 / macOS 13.
 @Suite struct ServicesOnlySchemaTests {
     @Test func theDefaultUserIsHabitatsOwnUninhabitedType() {
-        #expect(ObjectIdentifier(ServicesOnlyWorld.User.self) == ObjectIdentifier(NoUser.self))
-        #expect(ObjectIdentifier(ServicesOnlyWorld.Config.self) == ObjectIdentifier(NoConfig.self))
+        #expect(ObjectIdentifier(ServicesOnlySchema.User.self) == ObjectIdentifier(NoUser.self))
+        #expect(ObjectIdentifier(ServicesOnlySchema.Config.self) == ObjectIdentifier(NoConfig.self))
     }
 
     @Test func aServicesOnlyStackWorks() {
-        let stack = EnvironmentStack<ServicesOnlyWorld>(HabitatEnvironment(services: GreeterOnlyServices(greet: { "Hello, \($0)" })))
+        let stack = EnvironmentStack<ServicesOnlySchema>(HabitatEnvironment(services: GreeterOnlyServices(greet: { "Hello, \($0)" })))
         #expect(stack.current.services.greet("Ada") == "Hello, Ada")
         #expect(stack.current.session == nil)
         stack.push { $0.services.greet = { "Hi, \($0)" } }
@@ -44,8 +44,8 @@ private enum ServicesOnlyWorld: EnvironmentSchema {
     }
 
     @Test func aSnapshotOfAServicesOnlyAppRoundTripsItsConfiguration() throws {
-        let stack = EnvironmentStack<ServicesOnlyWorld>(HabitatEnvironment(services: GreeterOnlyServices(greet: { $0 })))
-        let sessions = SessionStore<ServicesOnlyWorld>.inMemory()
+        let stack = EnvironmentStack<ServicesOnlySchema>(HabitatEnvironment(services: GreeterOnlyServices(greet: { $0 })))
+        let sessions = SessionStore<ServicesOnlySchema>.inMemory()
         try sessions.save(stack.current)
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session == nil)

@@ -238,7 +238,7 @@ extension SessionMachine.Event where App.Config: DefaultConfig {
         environment.otherAccounts = [grace, alan]
         environment.session = UserSession(user: Member.grace, token: memberToken(.grace, 9))
         #expect(environment.otherAccounts == [alan], "grace once, active")
-        environment.setSession(user: .alan, token: memberToken(.alan, 9))
+        environment.session = UserSession(user: .alan, token: memberToken(.alan, 9))
         #expect(environment.otherAccounts.isEmpty && environment.session?.token == memberToken(.alan, 9))
     }
 

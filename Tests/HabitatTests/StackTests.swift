@@ -49,7 +49,7 @@ import Testing
     @Test func replaceCurrentReplacesTheTopOnly() {
         let stack = makeStack()
         stack.push(makeEnvironment("mock"))
-        stack.replaceCurrent(makeEnvironment("other"))
+        stack.replaceCurrent { $0 = makeEnvironment("other") }
         #expect(stack.depth == 2)
         #expect(stack.current.services.label == "other")
         stack.replaceCurrent { $0.config.timeout = 1 }
@@ -61,7 +61,7 @@ import Testing
 
     @Test func replaceCurrentOnTheBaseReplacesTheBase() {
         let stack = makeStack()
-        stack.replaceCurrent(makeEnvironment("new base"))
+        stack.replaceCurrent { $0 = makeEnvironment("new base") }
         #expect(stack.pop() == nil)
         #expect(stack.current.services.label == "new base")
     }

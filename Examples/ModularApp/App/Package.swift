@@ -1,6 +1,6 @@
 // swift-tools-version:6.2
 //
-// The app: it composes the two feature packages over one world and one session.
+// The app: it composes the two feature packages over one environment and one session.
 //
 //     swift run modular-app    # signs in, loads both features, signs out
 //     swift test               # the composition's tests

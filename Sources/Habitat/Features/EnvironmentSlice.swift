@@ -1,6 +1,6 @@
 public import Foundation
 
-/// A feature's view of the app's world: the part of the app's services that a feature module
+/// A feature's view of the app's environment: the part of the app's services that a feature module
 /// declares it needs, read and changed through the app's own stack.
 ///
 /// A feature package states what it needs as a struct of its own, and takes a slice of it:
@@ -24,14 +24,14 @@ public import Foundation
 /// making one names every service the feature needs.
 ///
 /// A slice is a view, not a copy: a read gives the feature's services in the calling task's
-/// world (its scope's, inside one); a scope or a push made through the slice is the app's stack's
+/// environment (its scope's, inside one); a scope or a push made through the slice is the app's stack's
 /// own, seen by the app's readers, and the app's scopes, pushes and session changes are seen
 /// through the slice in the same step.
 ///
-/// A feature's tests give it a world of its own, in one line:
+/// A feature's tests give it an environment of its own, in one line:
 /// `ProfileModel(environment: .test(ProfileServices(profileAPI: .mock, analytics: .recording)))`.
 public struct EnvironmentSlice<Services: Sendable>: Sendable {
-    /// Borrows the feature's services in the calling task's world.
+    /// Borrows the feature's services in the calling task's environment.
     @usableFromInline let borrow: @Sendable () -> FieldBorrow
     @usableFromInline let source: any SliceSource<Services>
 
@@ -41,7 +41,7 @@ public struct EnvironmentSlice<Services: Sendable>: Sendable {
         self.source = source
     }
 
-    /// The feature's services in the calling task's world.
+    /// The feature's services in the calling task's environment.
     ///
     /// Reading a field, as in `environment.services.fetchBio`, copies only that field when the
     /// app keeps the feature's services in a stored property: they are read in place, as
@@ -60,8 +60,15 @@ public struct EnvironmentSlice<Services: Sendable>: Sendable {
         }
     }
 
-    /// The calling task's world's clock, locale, calendar and time zone, without its services.
-    public var basics: WorldBasics { source.basics() }
+    /// The clock of the calling task's environment (its scope's, inside one): what a feature
+    /// reads for "now" without declaring a clock among its services.
+    public var now: @Sendable () -> Date { source.basics().now }
+    /// The locale of the calling task's environment.
+    public var locale: Locale { source.basics().locale }
+    /// The calendar of the calling task's environment.
+    public var calendar: Calendar { source.basics().calendar }
+    /// The time zone of the calling task's environment.
+    public var timeZone: TimeZone { source.basics().timeZone }
 
     /// Runs `operation` with the feature's services changed, for the calling task and its child
     /// tasks only: a scope of the app's stack, so the app's readers in the scope see it too.
@@ -93,53 +100,50 @@ public struct EnvironmentSlice<Services: Sendable>: Sendable {
         try await source.withServices(change, isolation: isolation, operation: operation)
     }
 
-    /// Pushes a copy of the current world with the feature's services changed onto the app's
+    /// Pushes a copy of the current environment with the feature's services changed onto the app's
     /// stack (the calling task's scope's, inside one).
-    /// - Parameter change: Changes the feature's services in the pushed world.
+    /// - Parameter change: Changes the feature's services in the pushed environment.
     public func push(_ change: (inout Services) -> Void) {
         source.push(change)
     }
 
     /// Pops the app's stack (the calling task's scope's, inside one) and returns the popped
-    /// world's feature services, or `nil` at the base, which is never popped.
+    /// environment's feature services, or `nil` at the base, which is never popped.
     @discardableResult
     public func pop() -> Services? { source.pop() }
 
-    /// A slice over a world of its own, whose services are `services`: for a feature's tests
+    /// A slice over an environment of its own, whose services are `services`: for a feature's tests
     /// and previews, which need no app.
     ///
-    /// Each call makes a new world, so tests that make their own never meet.
+    /// Each call makes a new environment, so tests that make their own never meet.
     /// - Parameters:
     ///   - services: The feature's services: mocks, recorders, stubs.
-    ///   - now: The world's clock; a fixed instant by default, as `HabitatEnvironment.test` has.
+    ///   - now: The environment's clock; a fixed instant by default, as `HabitatEnvironment.test` has.
     public static func test(
         _ services: Services,
         now: @escaping @Sendable () -> Date = { Date(timeIntervalSinceReferenceDate: 0) }
     ) -> EnvironmentSlice<Services> {
-        var world = HabitatEnvironment<SliceWorld<Services>>(services: services)
-        world.now = now
-        return EnvironmentStack(world).slice(\.self)
+        var environment = HabitatEnvironment<SliceSchema<Services>>(services: services)
+        environment.now = now
+        return EnvironmentStack(environment).slice(\.self)
     }
 }
 
-/// The world a ``EnvironmentSlice/test(_:now:)`` slice lives in: its services and nothing else.
-public enum SliceWorld<Services: Sendable>: EnvironmentSchema {}
+/// The schema of a ``EnvironmentSlice/test(_:now:)`` slice's environment: its services and
+/// nothing else.
+enum SliceSchema<Services: Sendable>: EnvironmentSchema {}
 
-/// The parts of a world every feature may read without declaring them: its clock and its
-/// place.
-public struct WorldBasics: Sendable {
-    /// The world's clock.
-    public var now: @Sendable () -> Date
-    /// The world's locale.
-    public var locale: Locale
-    /// The world's calendar.
-    public var calendar: Calendar
-    /// The world's time zone.
-    public var timeZone: TimeZone
+/// What every environment has besides its services and session: its clock and its place.
+@usableFromInline
+struct EnvironmentBasics {
+    let now: @Sendable () -> Date
+    let locale: Locale
+    let calendar: Calendar
+    let timeZone: TimeZone
 }
 
 extension EnvironmentStack {
-    /// The slice of this stack's world that a feature module reads: the services at
+    /// The slice of this stack's environment that a feature module reads: the services at
     /// `services`, a stored or computed property of the app's services.
     ///
     /// ```swift
@@ -166,7 +170,7 @@ extension EnvironmentStack {
 @usableFromInline
 protocol SliceSource<Services>: Sendable {
     associatedtype Services: Sendable
-    func basics() -> WorldBasics
+    func basics() -> EnvironmentBasics
     func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R
     func withServices<R, E: Error>(
         _ change: (inout Services) -> Void,
@@ -191,9 +195,9 @@ struct StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource {
         self.services = services
     }
 
-    @usableFromInline func basics() -> WorldBasics {
-        let world = stack.current
-        return WorldBasics(now: world.now, locale: world.locale, calendar: world.calendar, timeZone: world.timeZone)
+    @usableFromInline func basics() -> EnvironmentBasics {
+        let environment = stack.current
+        return EnvironmentBasics(now: environment.now, locale: environment.locale, calendar: environment.calendar, timeZone: environment.timeZone)
     }
 
     @usableFromInline func withServices<R, E: Error>(_ change: (inout Services) -> Void, operation: () throws(E) -> R) throws(E) -> R {
@@ -205,9 +209,9 @@ struct StackSlice<App: EnvironmentSchema, Services: Sendable>: SliceSource {
         isolation: isolated (any Actor)?,
         operation: () async throws(E) -> R
     ) async throws(E) -> R {
-        var world = stack.current
-        change(&world.services[keyPath: services])
-        return try await stack.withEnvironment(world, isolation: isolation, operation: operation)
+        var environment = stack.current
+        change(&environment.services[keyPath: services])
+        return try await stack.withEnvironment(environment, isolation: isolation, operation: operation)
     }
 
     @usableFromInline func push(_ change: (inout Services) -> Void) {

@@ -3,7 +3,7 @@ public import Observation
 /// The parts of a stack's current environment that screens show, as an `@Observable` object:
 /// the session (who is signed in, and how sure the app is of it) and the configuration.
 ///
-/// A SwiftUI view that reads ``currentUser``, ``session``, ``isLoggedIn`` or ``config`` redraws
+/// A SwiftUI view that reads ``session``, ``otherAccounts`` or ``config`` redraws
 /// when a login, a logout, a user update, a refresh, a restore or a configuration change
 /// happens on the stack, with no glue code:
 ///
@@ -17,9 +17,9 @@ public import Observation
 /// }
 ///
 /// struct RootView: View {
-///     @Environment(ObservableEnvironment<AppWorld>.self) private var environment
+///     @Environment(ObservableEnvironment<AppSchema>.self) private var environment
 ///     var body: some View {
-///         if let user = environment.currentUser { HomeView(user: user) } else { LoginView() }
+///         if let user = environment.session?.user { HomeView(user: user) } else { LoginView() }
 ///     }
 /// }
 /// ```
@@ -38,13 +38,6 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
     /// The signed-in accounts besides the active one (see ``HabitatEnvironment/otherAccounts``),
     /// for an account picker: changed in the same step as ``session``.
     public private(set) var otherAccounts: [UserSession<App.User>]
-
-    /// The signed-in user, or `nil` when logged out.
-    public var currentUser: App.User? { session?.user }
-    /// Whether a user is signed in.
-    public var isLoggedIn: Bool { session != nil }
-    /// Whether the session is ``AuthState/restored`` from disk and not yet confirmed.
-    public var isRestored: Bool { session?.state == .restored }
 
     private let subscription = Subscription()
 

@@ -26,7 +26,7 @@ import Musl
 ///
 /// The first read runs the factory; reads at the same time wait for it, and every later read
 /// takes the published value without a lock. Copies of the services share one factory, so
-/// pushing or scoping a changed world never builds the service again. Setting the property
+/// pushing or scoping a changed environment never builds the service again. Setting the property
 /// (a test's or a scope's `$0.services.analytics = .recording`) replaces it with a value that
 /// is ready, and its factory never runs.
 ///
@@ -59,10 +59,6 @@ public struct LazyService<Value: Sendable>: Sendable {
         cell = LazyServiceCell(name: "\(Value.self)", timeout: .seconds(10), factory: wrappedValue)
     }
 
-    /// A service that is ready, whose factory never runs.
-    public static func ready(_ value: Value) -> LazyService<Value> {
-        LazyService(cell: LazyServiceCell(ready: value, name: "\(Value.self)"))
-    }
 
     private init(cell: LazyServiceCell<Value>) { self.cell = cell }
 
@@ -74,7 +70,7 @@ public struct LazyService<Value: Sendable>: Sendable {
         get {
             do { return try cell.value() } catch { fatalError("[Habitat] \(error.description)") }
         }
-        set { self = .ready(newValue) }
+        set { self = LazyService(cell: LazyServiceCell(ready: newValue, name: "\(Value.self)")) }
     }
 
     /// The wrapper itself, for ``get()`` and ``isBuilt``: `services.$analytics.get()`.

@@ -5,7 +5,7 @@ public import Habitat
 /// as a versioned snapshot, with the token kept apart in a ``SecretStore``.
 ///
 /// ```swift
-/// let sessions = SessionStore<AppWorld>(
+/// let sessions = SessionStore<AppSchema>(
 ///     store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
 ///     secrets: try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets")),
 ///     version: 2,

@@ -1,9 +1,9 @@
 import Habitat
 
 /// The app's types, named once.
-enum AppWorld: EnvironmentSchema {
+enum AppSchema: EnvironmentSchema {
     typealias Services = AppServices
 }
 
-/// The app's world: live in the app, the test's own in each test.
-let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
+/// The app's environment: live in the app, the test's own in each test.
+let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))

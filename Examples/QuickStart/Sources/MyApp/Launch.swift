@@ -12,7 +12,7 @@ public func launch(dataDirectory: URL) async throws -> String {
     #else
     let secrets: any SecretStore = try FileSecretStore(directory: dataDirectory.appendingPathComponent("secrets"))
     #endif
-    let sessions = SessionStore<AppWorld>(
+    let sessions = SessionStore<AppSchema>(
         store: try JSONFileStore(url: dataDirectory.appendingPathComponent("session.json")),
         secrets: secrets
     )

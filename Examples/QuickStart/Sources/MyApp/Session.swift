@@ -11,7 +11,7 @@ struct RemoteConfig: Codable, Sendable, DefaultConfig {
     var timeout = 30
 }
 
-extension AppWorld {
+extension AppSchema {
     typealias User = Account
     typealias Config = RemoteConfig
 }

@@ -2,9 +2,9 @@ import HabitatTesting
 import XCTest
 @testable import MyApp
 
-// XCTest: every test of the class runs in a scope of its own, from this world.
-final class GreetingXCTests: EnvironmentTestCase<AppWorld> {
-    override func setUpEnvironment() -> (EnvironmentStack<AppWorld>, HabitatEnvironment<AppWorld>)? {
+// XCTest: every test of the class runs in a scope of its own, from this environment.
+final class GreetingXCTests: EnvironmentTestCase<AppSchema> {
+    override func setUpEnvironment() -> (EnvironmentStack<AppSchema>, HabitatEnvironment<AppSchema>)? {
         (appEnvironment, .test(services: AppServices(api: APIClient(fetchName: unimplementedEndpoint("APIClient.fetchName")))))
     }
 

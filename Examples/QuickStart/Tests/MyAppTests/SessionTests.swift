@@ -2,7 +2,7 @@ import HabitatTesting
 import Testing
 @testable import MyApp
 
-// Every test of the suite starts from this world, each in its own scope, in parallel.
+// Every test of the suite starts from this environment, each in its own scope, in parallel.
 @Suite(.environment(appEnvironment, services: AppServices(api: APIClient(fetchName: { _ in "Grace" }))))
 struct SessionTests {
     @Test func signingInShowsTheMember() async throws {
@@ -14,7 +14,7 @@ struct SessionTests {
         #expect(appEnvironment.current.currentUser == nil)   // the other test's login is not here
     }
 
-    @Test(.environment(appEnvironment) { $0.config.timeout = 5 })   // a test changes its suite's world
+    @Test(.environment(appEnvironment) { $0.config.timeout = 5 })   // a test changes its suite's environment
     func aTestChangesOneField() {
         #expect(appEnvironment.current.config.timeout == 5)
     }

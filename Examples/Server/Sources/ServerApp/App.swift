@@ -3,7 +3,7 @@ public import Habitat
 public import HabitatServerSessions
 public import Logging
 
-// The server's world, as Habitat sees it: the signed-in member, the configuration, and the
+// The server's environment, as Habitat sees it: the signed-in member, the configuration, and the
 // services a handler calls. Each request runs in a scope of its own (RequestEnvironment.swift),
 // so handlers and services read `appEnvironment.current` and see only their request's member.
 

@@ -171,7 +171,7 @@ let boundMiddleware = HabitatRequestMiddleware<AppRequestContext, ServerApp>(sta
         throw HTTPError(.unauthorized, message: "unknown token")
     }
     let started = Date()
-    binding.environment.setSession(user: member, token: AuthToken(token))
+    binding.environment.session = UserSession(user: member, token: AuthToken(token))
     binding.environment.now = { started }
     binding.logger[metadataKey: "member"] = "\(member.id)"
 }

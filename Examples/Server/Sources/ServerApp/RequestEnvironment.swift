@@ -29,7 +29,7 @@ public struct AppRequestContext: RequestContext {
 /// versioned update: an update another instance made meanwhile is kept. A backend that can't
 /// be reached answers 503, never a member it can't confirm.
 ///
-/// NB: the scope's change closure signs the member in place (`setSession`), on the scope's own copy
+/// NB: the scope's change closure signs the member in place (`session = UserSession(...)`), on the scope's own copy
 /// of the base: one copy of the environment per request. Building the environment first
 /// (`current.with(\.session, ...)`) and passing it costs two more copies; a `login()` inside the scope,
 /// a second frame.
@@ -51,7 +51,7 @@ public struct RequestEnvironmentMiddleware: RouterMiddleware {
         let (member, isFleetSession) = try await resolve(token, requestID: requestID, in: base)
         let started = Date()
         return try await appEnvironment.withEnvironment({ environment in
-            environment.setSession(user: member, token: AuthToken(token))
+            environment.session = UserSession(user: member, token: AuthToken(token))
             environment.services.requestID = requestID
             environment.services.logger[metadataKey: "request_id"] = "\(requestID)"
             environment.now = { started }

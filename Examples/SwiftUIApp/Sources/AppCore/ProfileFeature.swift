@@ -25,14 +25,14 @@ public nonisolated struct ProfileServices: Sendable {
     }
 }
 
-/// The profile screen's model: reads the feature's slice of the app's world.
+/// The profile screen's model: reads the feature's slice of the app's environment.
 @Observable
 public final class ProfileModel {
     /// What the screen shows.
     public private(set) var text = ""
     private let environment: EnvironmentSlice<ProfileServices>
 
-    /// - Parameter environment: The feature's view of the app's world: `appEnvironment.slice(\.profile)`
+    /// - Parameter environment: The feature's view of the app's environment: `appEnvironment.slice(\.profile)`
     ///   in the app, `EnvironmentSlice.test(...)` in the feature's tests.
     public init(environment: EnvironmentSlice<ProfileServices>) {
         self.environment = environment

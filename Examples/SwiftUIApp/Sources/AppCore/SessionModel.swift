@@ -15,7 +15,7 @@ public final class SessionModel {
 
     /// The line the home screen greets with.
     public var greeting: String {
-        guard let user = environment.currentUser else { return "Please sign in" }
+        guard let user = environment.session?.user else { return "Please sign in" }
         return "\(environment.config.greeting), \(user.name)"
     }
 

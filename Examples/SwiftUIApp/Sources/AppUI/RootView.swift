@@ -11,7 +11,7 @@ public struct RootView: View {
     public init() {}
 
     public var body: some View {
-        if session.environment.isLoggedIn {
+        if session.environment.session != nil {
             HomeView()
         } else {
             SignInView()
@@ -58,7 +58,7 @@ struct HomeView: View {
     }
 }
 
-/// The profile feature's screen: its model reads the feature's slice of the app's world.
+/// The profile feature's screen: its model reads the feature's slice of the app's environment.
 struct ProfileView: View {
     @State private var model = ProfileModel(environment: appEnvironment.slice(\.profile))
 
@@ -71,7 +71,7 @@ struct ProfileView: View {
 // NB: `PreviewProvider`, not `#Preview`: the `#Preview` macro's implementation ships only with
 // Xcode, so the project's Apple check (which runs the open-source compiler against Apple's SDK)
 // can't expand it. A `PreviewProvider` is the same preview, and is type-checked. In a preview,
-// `appEnvironment` is the preview world: Ada signed in, fixture services, nothing live.
+// `appEnvironment` is the preview environment: Ada signed in, fixture services, nothing live.
 
 struct RootView_Previews: PreviewProvider {
     static var previews: some View {

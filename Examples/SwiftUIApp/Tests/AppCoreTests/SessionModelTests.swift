@@ -4,7 +4,7 @@ import HabitatPersistence
 import Testing
 @testable import AppCore
 
-/// The main-actor view model under Swift Testing: every test starts from a fresh test world
+/// The main-actor view model under Swift Testing: every test starts from a fresh test environment
 /// (the trait builds it per test), with the server replaced.
 @Suite(.environment(appEnvironment, .test(services: .preview)))
 struct SessionModelTests {
@@ -65,7 +65,7 @@ struct SessionModelTests {
         let model = SessionModel()
         model.launch(from: SessionStore(store: InMemoryStore(["habitat.session": Data("{".utf8)]), secrets: InMemorySecretStore()))
         #expect(model.status.hasPrefix("Could not restore: the snapshot 'habitat.session' is not valid"))
-        #expect(!appEnvironment.current.isLoggedIn)
+        #expect(appEnvironment.current.session == nil)
     }
 }
 
@@ -87,7 +87,7 @@ struct SessionModelTests {
     }
 
     @Test(.environment(appEnvironment, .test(services: .preview)))
-    func readsTheAppsWorldThroughItsSlice() async throws {
+    func readsTheAppsEnvironmentThroughItsSlice() async throws {
         try await SessionModel().signIn(email: "ada@example.com")
         let model = ProfileModel(environment: appEnvironment.slice(\.profile))
         await model.load()

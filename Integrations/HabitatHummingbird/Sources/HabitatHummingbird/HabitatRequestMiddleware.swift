@@ -17,7 +17,7 @@ import Synchronization
 /// ```swift
 /// router.add(middleware: HabitatRequestMiddleware(stack: appEnvironment) { request, _, binding in
 ///     guard let member = members.member(forToken: request.bearerToken) else { throw HTTPError(.unauthorized) }
-///     binding.environment.setSession(user: member, token: AuthToken(request.bearerToken!))
+///     binding.environment.session = UserSession(user: member, token: AuthToken(request.bearerToken!))
 ///     binding.logger[metadataKey: "member"] = "\(member.id)"
 /// })
 /// ```

@@ -14,7 +14,7 @@ struct Member: Codable, Sendable, Equatable {
 
 struct ServerServices: Sendable {}
 
-enum ServerWorld: EnvironmentSchema {
+enum ServerSchema: EnvironmentSchema {
     typealias Services = ServerServices
     typealias User = Member
 }
@@ -33,13 +33,13 @@ struct Seen: ResponseCodable, Equatable {
     var handedContextRequestID: String?
 }
 
-func makeApplication(stack: EnvironmentStack<ServerWorld>) -> some ApplicationProtocol {
+func makeApplication(stack: EnvironmentStack<ServerSchema>) -> some ApplicationProtocol {
     let router = Router()
     router.add(middleware: HabitatRequestMiddleware(stack: stack) { request, _, binding in
         guard let name = request.headers[.authorization], let id = Int(name.dropFirst("member-".count)) else {
             throw HTTPError(.unauthorized)
         }
-        binding.environment.setSession(user: Member(id: id, name: name), token: AuthToken("token-\(id)"))
+        binding.environment.session = UserSession(user: Member(id: id, name: name), token: AuthToken("token-\(id)"))
         binding.logger[metadataKey: "member"] = "\(name)"
     })
     router.get("seen") { _, _ -> Seen in
@@ -72,7 +72,7 @@ func makeApplication(stack: EnvironmentStack<ServerWorld>) -> some ApplicationPr
 
 @Suite struct RequestBindingTests {
     @Test func aHundredConcurrentRequestsEachSeeTheirOwnThreeValues() async throws {
-        let stack = EnvironmentStack<ServerWorld>(HabitatEnvironment(services: ServerServices()))
+        let stack = EnvironmentStack<ServerSchema>(HabitatEnvironment(services: ServerServices()))
         try await makeApplication(stack: stack).test(.router) { client in
             let results = try await withThrowingTaskGroup(of: (String, Seen).self) { group in
                 for index in 1...100 {
@@ -106,7 +106,7 @@ func makeApplication(stack: EnvironmentStack<ServerWorld>) -> some ApplicationPr
     }
 
     @Test func aRefusedRequestBindsNothing() async throws {
-        let stack = EnvironmentStack<ServerWorld>(HabitatEnvironment(services: ServerServices()))
+        let stack = EnvironmentStack<ServerSchema>(HabitatEnvironment(services: ServerServices()))
         try await makeApplication(stack: stack).test(.router) { client in
             try await client.execute(uri: "/seen", method: .get) { response in
                 #expect(response.status == .unauthorized)

@@ -40,7 +40,9 @@ public struct AuthToken: Sendable, Hashable {
     }
 }
 
-extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+// NB: not `CustomDebugStringConvertible`: `debugPrint` and `String(reflecting:)` fall back to
+// `description`, which is redacted.
+extension AuthToken: CustomStringConvertible, CustomReflectable {
     /// A description that never contains the secret.
     public var description: String {
         if let expiresAt {
@@ -48,9 +50,6 @@ extension AuthToken: CustomStringConvertible, CustomDebugStringConvertible, Cust
         }
         return "AuthToken(<redacted>)"
     }
-
-    /// A description that never contains the secret.
-    public var debugDescription: String { description }
 
     /// A mirror without the secret, so `dump` and reflection-based printers stay safe.
     public var customMirror: Mirror {

@@ -13,7 +13,7 @@
 //                                     is written until the token is read or known gone
 //
 // The accounts are one value, `SignedInAccounts`: one session per account, by construction,
-// and one rule for which account a name means (`EnvironmentSchema.isAccount(_:named:)`).
+// and one rule for which account a name means (`EnvironmentSchema.accountID(of:)`, exactly).
 //
 // EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
 // publishes when it applies and whether autosave then writes it; `transition(_:_:)` is the

@@ -4,7 +4,7 @@
 /// active account never appears among the others, and no account twice.
 ///
 /// It answers the two questions the session engine asks of accounts, one way each: which
-/// account a name means (``EnvironmentSchema/isAccount(_:named:)``, exactly), and whether any
+/// account a name means (``EnvironmentSchema/accountID(of:)``, exactly), and whether any
 /// is awaiting its token.
 ///
 /// NB: a protocol over two stored fields, not a struct stored in the environment: a struct
@@ -38,7 +38,7 @@ extension SignedInAccounts {
         return [activeSession] + otherSessions
     }
 
-    /// Where the account named `name` is: the one rule, ``EnvironmentSchema/isAccount(_:named:)``.
+    /// Where the account named `name` is: the one rule: its ``EnvironmentSchema/accountID(of:)`` is `name`.
     ///
     /// NB: the others first: a switch's common case looks at the active account not at all.
     @inlinable

@@ -187,10 +187,8 @@ extension HabitatEnvironment {
         allSessions
     }
 
-    /// The active account's name (``EnvironmentSchema/accountID(of:)``), or `nil` when no
-    /// account is active.
-    @inlinable
-    public var activeAccountID: String? {
+    /// The active account's name (``EnvironmentSchema/accountID(of:)``), or `nil`.
+    package var activeAccountID: String? {
         session.map { App.accountID(of: $0.user) }
     }
 }

@@ -1,4 +1,4 @@
-// The profile feature: what it needs from the app's world, and its model. It knows nothing of
+// The profile feature: what it needs from the app's environment, and its model. It knows nothing of
 // the app, the app's user type or the projects feature.
 
 public import Habitat
@@ -32,7 +32,7 @@ public enum ProfileError: Error, Equatable {
 public struct ProfileModel: Sendable {
     let environment: EnvironmentSlice<ProfileServices>
 
-    /// - Parameter environment: The feature's view of the app's world, given by the app.
+    /// - Parameter environment: The feature's view of the app's environment, given by the app.
     public init(environment: EnvironmentSlice<ProfileServices>) {
         self.environment = environment
     }

@@ -1,4 +1,4 @@
-// The projects feature: what it needs from the app's world, and its model. It knows nothing of
+// The projects feature: what it needs from the app's environment, and its model. It knows nothing of
 // the app or the profile feature.
 
 public import Habitat
@@ -20,7 +20,7 @@ public struct ProjectsServices: Sendable {
 public struct ProjectsModel: Sendable {
     let environment: EnvironmentSlice<ProjectsServices>
 
-    /// - Parameter environment: The feature's view of the app's world, given by the app.
+    /// - Parameter environment: The feature's view of the app's environment, given by the app.
     public init(environment: EnvironmentSlice<ProjectsServices>) {
         self.environment = environment
     }

@@ -1,10 +1,10 @@
 public import Foundation
 public import Habitat
 
-/// The values of a predictable world for tests: a fixed date, counting UUIDs, the POSIX locale,
+/// The values of a predictable environment for tests: a fixed date, counting UUIDs, the POSIX locale,
 /// UTC and the Gregorian calendar.
-public enum TestWorld {
-    /// The date the test world stands still at: 2001-01-01 00:00:00 UTC.
+public enum TestFixtures {
+    /// The date the test environment stands still at: 2001-01-01 00:00:00 UTC.
     public static let date = Date(timeIntervalSinceReferenceDate: 0)
     /// `en_US_POSIX`: formatting that never depends on the machine's settings.
     public static let locale = Locale(identifier: "en_US_POSIX")
@@ -43,48 +43,48 @@ public enum TestWorld {
 
 extension HabitatEnvironment {
     /// An environment for tests: the given services and configuration in the predictable
-    /// ``TestWorld``, logged out.
+    /// ``TestFixtures``, logged out.
     ///
     /// ```swift
-    /// let env = HabitatEnvironment<AppWorld>.test(services: .unimplemented, config: .default)
+    /// let env = HabitatEnvironment<AppSchema>.test(services: .unimplemented, config: .default)
     /// env.now()      // 2001-01-01 00:00:00 +0000
     /// env.uuid()     // 00000000-0000-0000-0000-000000000000
     /// ```
     /// - Parameters:
     ///   - services: Usually services whose endpoints are unimplemented.
     ///   - config: The configuration.
-    ///   - now: The fixed date; ``TestWorld/date`` by default.
+    ///   - now: The fixed date; ``TestFixtures/date`` by default.
     /// - Returns: The test environment.
-    public static func test(services: App.Services, config: App.Config, now: Date = TestWorld.date) -> Self {
-        HabitatEnvironment(services: services, config: config).inTestWorld(now: now)
+    public static func test(services: App.Services, config: App.Config, now: Date = TestFixtures.date) -> Self {
+        HabitatEnvironment(services: services, config: config).usingTestFixtures(now: now)
     }
 
-    /// This environment with the ``TestWorld``'s clock, UUIDs, calendar, locale and time zone.
-    /// - Parameter now: The fixed date; ``TestWorld/date`` by default.
+    /// This environment with the ``TestFixtures``'s clock, UUIDs, calendar, locale and time zone.
+    /// - Parameter now: The fixed date; ``TestFixtures/date`` by default.
     /// - Returns: The changed copy.
-    public func inTestWorld(now: Date = TestWorld.date) -> Self {
+    public func usingTestFixtures(now: Date = TestFixtures.date) -> Self {
         var copy = self
         copy.now = { now }
-        copy.uuid = TestWorld.incrementingUUIDs()
-        copy.calendar = TestWorld.calendar
-        copy.locale = TestWorld.locale
-        copy.timeZone = TestWorld.timeZone
+        copy.uuid = TestFixtures.incrementingUUIDs()
+        copy.calendar = TestFixtures.calendar
+        copy.locale = TestFixtures.locale
+        copy.timeZone = TestFixtures.timeZone
         return copy
     }
 }
 
 extension HabitatEnvironment where App.Config: DefaultConfig {
     /// An environment for tests with the default configuration: the given services in the
-    /// predictable ``TestWorld``, logged out.
+    /// predictable ``TestFixtures``, logged out.
     ///
     /// ```swift
     /// @Test(.environment(appEnvironment, .test(services: AppServices(api: .unimplemented))))
     /// ```
     /// - Parameters:
     ///   - services: Usually services whose endpoints are unimplemented.
-    ///   - now: The fixed date; ``TestWorld/date`` by default.
+    ///   - now: The fixed date; ``TestFixtures/date`` by default.
     /// - Returns: The test environment.
-    public static func test(services: App.Services, now: Date = TestWorld.date) -> Self {
+    public static func test(services: App.Services, now: Date = TestFixtures.date) -> Self {
         test(services: services, config: App.Config(), now: now)
     }
 }

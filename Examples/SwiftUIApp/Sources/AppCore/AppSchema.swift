@@ -1,4 +1,4 @@
-// The app's world. This module is built with `.defaultIsolation(MainActor.self)`, as Xcode 26
+// The app's environment. This module is built with `.defaultIsolation(MainActor.self)`, as Xcode 26
 // creates app modules: everything here is on the main actor unless it says otherwise.
 
 import Foundation
@@ -95,10 +95,10 @@ public nonisolated extension AppServices {
 }
 
 // NB: `nonisolated`, so tests and background work can read the stack without hopping to the
-// main actor; the stack is `Sendable` and safe from any thread. The live world is built when the
-// app first reads the stack; Xcode's previews get the preview world, signed in as Ada, and never
+// main actor; the stack is `Sendable` and safe from any thread. The live environment is built when the
+// app first reads the stack; Xcode's previews get the preview environment, signed in as Ada, and never
 // build the live one.
-/// The app's world: live in the app, the preview world in Xcode's previews, a test's own in tests.
+/// The app's environment: live in the app, the preview environment in Xcode's previews, a test's own in tests.
 public nonisolated let appEnvironment = EnvironmentStack<MainApp>(
     live: HabitatEnvironment(services: .live),
     preview: .preview(services: .preview, signedInAs: Account(id: 1, name: "Ada"))

@@ -1,4 +1,4 @@
-// The app's one world: its own services, each feature's services, one session.
+// The app's one environment: its own services, each feature's services, one session.
 
 import Foundation
 public import Habitat
@@ -66,14 +66,14 @@ extension AppServices {
     )
 }
 
-public enum AppWorld: EnvironmentSchema {
+public enum AppSchema: EnvironmentSchema {
     public typealias Services = AppServices
     public typealias User = Member
 }
 
-public let appEnvironment = EnvironmentStack<AppWorld>(live: HabitatEnvironment(services: .live))
+public let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))
 
-/// The one place the app hands each feature its part of the world.
+/// The one place the app hands each feature its part of the environment.
 public enum Features {
     public static var profile: ProfileModel { ProfileModel(environment: appEnvironment.slice(\.profile)) }
     public static var projects: ProjectsModel { ProjectsModel(environment: appEnvironment.slice(\.projects)) }

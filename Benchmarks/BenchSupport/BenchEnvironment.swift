@@ -1,4 +1,4 @@
-// The world every benchmark reads, and the floors it is measured against: shared by the
+// The environment every benchmark reads, and the floors it is measured against: shared by the
 // harness (`HabitatBenchmarks`), the growth runner (`habitat-growth`) and the instruction
 // probe, so all three measure the same types.
 

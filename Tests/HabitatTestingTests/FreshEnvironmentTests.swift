@@ -4,7 +4,7 @@ import HabitatPersistence
 import HabitatTesting
 import Testing
 
-/// A mock that counts its calls: a class, so a world that reused it would show its count.
+/// A mock that counts its calls: a class, so an environment that reused it would show its count.
 // Safe: `count` is read and written only with `lock` held.
 final class CallCounter: @unchecked Sendable {
     private let lock = NSLock()
@@ -24,25 +24,25 @@ enum CountingApp: EnvironmentSchema {
 
 let countingEnvironment = EnvironmentStack<CountingApp>(HabitatEnvironment(services: CountingServices()))
 
-/// Every argument of a parameterized test runs in a world built for it: its mocks are its own,
+/// Every argument of a parameterized test runs in an environment built for it: its mocks are its own,
 /// whichever trait form builds them, and whatever order or parallelism the cases run in.
 /// (Swift Testing runs a repetition through the same scope as an argument, so it gets a fresh
-/// world the same way; this toolchain's `swift test` has no flag to repeat a run.)
-@Suite struct FreshWorldTests {
+/// environment the same way; this toolchain's `swift test` has no flag to repeat a run.)
+@Suite struct FreshEnvironmentTests {
     @Test(.environment(countingEnvironment, .test(services: CountingServices())), arguments: 0..<8)
-    func eachArgumentGetsAWorldOfItsOwnFromAWholeWorldTrait(argument: Int) {
+    func eachArgumentGetsAnEnvironmentOfItsOwnFromAWholeEnvironmentTrait(argument: Int) {
         #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
     }
 
     @Test(.environment(countingEnvironment) { $0.services.counter = CallCounter() }, arguments: 0..<8)
-    func eachArgumentGetsAWorldOfItsOwnFromAChangeTrait(argument: Int) {
+    func eachArgumentGetsAnEnvironmentOfItsOwnFromAChangeTrait(argument: Int) {
         #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
         countingEnvironment.push { $0.services.counter = CallCounter() }
         #expect(countingEnvironment.depth == 2, "and its pushes are its own")
     }
 
     @Test(.environment(countingEnvironment, .test(services: CountingServices())) { _ in }, arguments: 0..<8)
-    func eachArgumentGetsAWorldOfItsOwnFromAWorldAndChangeTrait(argument: Int) {
+    func eachArgumentGetsAnEnvironmentOfItsOwnFromAnEnvironmentAndChangeTrait(argument: Int) {
         #expect(countingEnvironment.current.services.counter.call() == 1, "case \(argument) saw another case's mock")
     }
 }
@@ -53,17 +53,17 @@ let servicesOnlyEnvironment = EnvironmentStack(live: CountingServices())
 
 @Suite struct ServicesTraitTests {
     @Test(.environment(servicesOnlyEnvironment, services: CountingServices()), arguments: 0..<8)
-    func eachArgumentGetsServicesOfItsOwnInTheTestWorld(argument: Int) {
-        let world = servicesOnlyEnvironment.current
-        #expect(world.services.counter.call() == 1, "case \(argument) saw another case's mock")
-        #expect(world.now() == TestWorld.date && world.locale == TestWorld.locale && world.timeZone == TestWorld.timeZone)
-        #expect(servicesOnlyEnvironment.liveWorldBuilds == 0, "a test run never builds the live services")
+    func eachArgumentGetsServicesOfItsOwnInTheTestEnvironment(argument: Int) {
+        let environment = servicesOnlyEnvironment.current
+        #expect(environment.services.counter.call() == 1, "case \(argument) saw another case's mock")
+        #expect(environment.now() == TestFixtures.date && environment.locale == TestFixtures.locale && environment.timeZone == TestFixtures.timeZone)
+        #expect(servicesOnlyEnvironment.liveBaseBuilds == 0, "a test run never builds the live services")
     }
 
     @Test(.environment(servicesOnlyEnvironment, services: CountingServices()) { $0.locale = Locale(identifier: "de_DE") })
-    func theChangeRunsOnTheTestWorld() {
+    func theChangeRunsOnTheTestEnvironment() {
         #expect(servicesOnlyEnvironment.current.locale.identifier == "de_DE")
-        #expect(servicesOnlyEnvironment.current.now() == TestWorld.date)
+        #expect(servicesOnlyEnvironment.current.now() == TestFixtures.date)
     }
 
     @Test func theSchemaIsServicesOnly() {
