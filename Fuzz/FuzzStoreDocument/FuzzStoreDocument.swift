@@ -5,7 +5,7 @@
 
 import Foundation
 import Habitat
-@_spi(Testing) import HabitatPersistence
+import HabitatPersistence
 
 struct FuzzUser: Codable, Sendable { var id: Int; var name: String }
 struct FuzzConfig: Codable, Sendable { var timeout: Int; var flags: [String: String] }
@@ -23,6 +23,13 @@ let directory: URL = {
 let document = directory.appendingPathComponent("store.json")
 let store = try! JSONFileStore(url: document)
 
+/// Every entry of a store's document, read as an app reads them.
+func readEntries(of store: JSONFileStore) throws(StoreError) -> [String: Data] {
+    var entries: [String: Data] = [:]
+    for key in try store.keys() { entries[key] = try store.data(forKey: key) }
+    return entries
+}
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
     let input = Data(bytes: bytes, count: count)
@@ -34,9 +41,9 @@ public func fuzz(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
     // The store's document reader, through a file as a launch meets it.
     guard (try? input.write(to: document)) != nil else { return 0 }
     do {
-        let entries = try store.readDocument()
+        let entries = try readEntries(of: store)
         try store.write(entries.mapValues { Optional($0) })
-        let again = try JSONFileStore(url: document).readDocument()
+        let again = try readEntries(of: JSONFileStore(url: document))
         precondition(again == entries, "a document that reads must write back to the same entries")
     } catch .corrupted(_, let movedTo, _) {
         try? FileManager.default.removeItem(atPath: movedTo)

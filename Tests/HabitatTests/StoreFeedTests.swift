@@ -235,3 +235,83 @@ final class LineReader: Sendable {
         return nil
     }
 }
+
+/// User defaults' change feed: a signal by the store's prefix, posted by every write through a
+/// `UserDefaultsStore` (a Darwin notification on Apple platforms, heard by every process; this
+/// process's listeners elsewhere).
+@Suite(.timeLimit(.minutes(1))) struct DefaultsFeedTests {
+    /// Two stores over one suite with one prefix, as an app and its extension hold them, and a
+    /// third over the same suite with another prefix. Each test has a prefix of its own, so a
+    /// parallel test's writes never wake its feed.
+    struct Suite {
+        let watched: UserDefaultsStore
+        let writer: UserDefaultsStore
+        let neighbour: UserDefaultsStore
+        let owner: KeyValueStoreContractTests.SuiteCleaner
+
+        init() throws {
+            let suite = "habitat-feed-\(UUID().uuidString)"
+            let defaults = try #require(UserDefaults(suiteName: suite))
+            let prefix = "feed-\(UUID().uuidString)."
+            watched = UserDefaultsStore(defaults, prefix: prefix)
+            writer = UserDefaultsStore(try #require(UserDefaults(suiteName: suite)), prefix: prefix)
+            neighbour = UserDefaultsStore(defaults, prefix: "other-\(UUID().uuidString).")
+            owner = KeyValueStoreContractTests.SuiteCleaner(defaults: defaults, suite: suite)
+        }
+    }
+
+    @Test func aWriteThroughAnotherStoreWithThePrefixIsToldAndAnotherPrefixIsNot() async throws {
+        let suite = try Suite()
+        let calls = FeedCalls()
+        let observation = try #require(suite.watched.observeChanges { calls.record() })
+        try suite.neighbour.setData(Data("x".utf8), forKey: "k")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(calls.value == 0, "another prefix is another store")
+        for round in 1...3 {
+            let before = calls.value
+            try suite.writer.setData(Data("\(round)".utf8), forKey: "k")
+            #expect(await calls.waitBeyond(before), "round \(round)")
+        }
+        let before = calls.value
+        try suite.writer.removeValue(forKey: "k")
+        #expect(await calls.waitBeyond(before), "a removal is a change too")
+        observation.stop()
+        try await Task.sleep(for: .milliseconds(50))
+        let stopped = calls.value
+        try suite.writer.setData(Data("after".utf8), forKey: "k")
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(calls.value == stopped, "a stopped feed calls nobody")
+    }
+
+    @Test func aFollowerOfUserDefaultsTakesAnotherStacksLoginAndLogoutAndIdlesWithoutWaking() async throws {
+        let suite = try Suite()
+        let secrets = InMemorySecretStore()
+        let app = makeStack()
+        let follower = makeStack()
+        let following = follower.followStore(SessionStore(store: suite.watched, secrets: secrets), checkingEvery: .milliseconds(20))
+        defer { following.stop() }
+        #expect(following.usesChangeFeed)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(following.checks <= 1, "the feed's one check at start, then nothing (polling would have made 15): \(following.checks)")
+
+        let written = SessionStore<TestApp>(store: suite.writer, secrets: secrets)
+        app.login(user: .grace, token: AuthToken("t"))
+        try app.save(to: written)
+        for _ in 0..<2_000 where follower.current.currentUser != .grace {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(follower.current.currentUser == .grace, "the login reached the follower")
+        try app.logout(savingTo: written)
+        for _ in 0..<2_000 where follower.current.session != nil {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(follower.current.session == nil, "and so did the logout")
+    }
+
+    @Test func theSignalsNameIsTheSameInEveryProcessAndApartForEachStore() {
+        // FNV-1a of nothing is its offset basis: the name doesn't depend on a per-process seed.
+        #expect(ChangeSignal(store: "").name == "org.habitat.store.cbf29ce484222325")
+        #expect(ChangeSignal(store: "defaults:h.").name == ChangeSignal(store: "defaults:h.").name)
+        #expect(ChangeSignal(store: "/a/store.json").name != ChangeSignal(store: "/b/store.json").name)
+    }
+}

@@ -56,6 +56,11 @@ public final class JSONFileStore: KeyValueStore {
     /// The file's directory, opened once and checked: every file is reached through it.
     private let directory: TrustedDirectory
     private let lock = LockedBox(())
+    #if canImport(Darwin)
+    /// Told after each write: another process of the device that follows this file (an app and
+    /// its extension sharing a container) hears it even where its directory watch doesn't.
+    private let signal: ChangeSignal
+    #endif
     /// The largest document this store reads or writes, in bytes.
     public let maximumFileSize: Int
 
@@ -87,6 +92,9 @@ public final class JSONFileStore: KeyValueStore {
         self.path = self.url.path
         self.name = self.url.lastPathComponent
         self.lockName = name + ".lock"
+        #if canImport(Darwin)
+        self.signal = ChangeSignal(store: self.url.path)
+        #endif
         self.maximumFileSize = maximumFileSize
         try FileSystem.checkNotADirectory(path)
         let directory = try TrustedDirectory.open(self.url.deletingLastPathComponent().path, create: createDirectory, forSecrets: false)
@@ -102,7 +110,9 @@ public final class JSONFileStore: KeyValueStore {
     /// Calls `onChange` when the file may have changed, by this process or another: the kernel
     /// tells (inotify on Linux, a directory source on Apple platforms), so an idle observation
     /// wakes nobody. It watches the file's directory, so it goes on through the atomic
-    /// replacement every write is, and through the file's deletion and re-creation.
+    /// replacement every write is, and through the file's deletion and re-creation. On Apple
+    /// platforms every write also posts a Darwin notification named after the file, which this
+    /// observation hears too: an app and its extension sharing a container wake each other.
     ///
     /// When the kernel refuses the watch (Linux's watch limit reached, `ENOSPC`; too many open
     /// files), it returns `nil`, so followers poll, and says so once per process on standard
@@ -112,7 +122,15 @@ public final class JSONFileStore: KeyValueStore {
     public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
         switch DirectoryWatch.start(name, in: directory, onChange: onChange) {
         case .success(let watch):
+            #if canImport(Darwin)
+            let signalled = signal.observe(onChange)
+            return StoreObservation {
+                watch.cancel()
+                signalled?.stop()
+            }
+            #else
             return StoreObservation { watch.cancel() }
+            #endif
         case .failure(let refused):
             if Self.refusalReported.withLock({ reported in defer { reported = true }; return !reported }) {
                 FileHandle.standardError.write(Data(
@@ -150,12 +168,14 @@ public final class JSONFileStore: KeyValueStore {
                 try FileSystem.writeAtomically(document, to: name, in: directory)
             }
         }
+        #if canImport(Darwin)
+        signal.post()
+        #endif
     }
 
-    /// Every key and value in the document: for the fuzzer and the tests, which check what a
-    /// write left (`@_spi(Testing) import HabitatPersistence`); apps read keys with `data(forKey:)`.
+    /// Every key and value in the document; apps read keys with `data(forKey:)`.
     /// - Throws: ``StoreError`` when the file can't be read or is corrupted.
-    @_spi(Testing) public func readDocument() throws(StoreError) -> [String: Data] {
+    func readDocument() throws(StoreError) -> [String: Data] {
         // NB: a read takes no file lock. Writers replace the file by `rename`, so a reader sees
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have
