@@ -13,10 +13,12 @@
 #     bash load.sh --port 9000  # another loopback port than 18180
 #     SWIFT_BUILD_FLAGS="--sanitize=thread --scratch-path .build-tsan" bash load.sh --smoke
 #                             # the server from another build (CI: the thread sanitizer's)
-#     bash load.sh --postgres   # a sixth variant, habitat-postgres: the member read from the
-#                             # session backend on a throwaway PostgreSQL (throwaway_postgres.py)
-#                             # per request; also records the database's CPU and its queries
-#                             # per request (pg_stat_statements)
+#     bash load.sh --postgres   # two more variants on a throwaway PostgreSQL (throwaway_postgres.py):
+#                             # habitat-postgres, the member read from the session backend per
+#                             # request, and habitat-cached, the same behind each instance's session
+#                             # cache (--session-cache, kept coherent by the database's change
+#                             # feed); also records the database's CPU and its statements per
+#                             # request (pg_stat_statements)
 #
 # Each run also records the server process's CPU time (user + system, /proc/PID/stat fields 14
 # and 15, before and after the measured run) over the requests it answered: CPU per request,
@@ -98,10 +100,11 @@ server_mismatches() {  # what the server counted itself (GET /stats)
 }
 
 variants=(floor tasklocal swift-dependencies habitat habitat-bound)
-[ "$postgres" = 1 ] && variants+=(habitat-postgres)
+[ "$postgres" = 1 ] && variants+=(habitat-postgres habitat-cached)
 arguments() {  # the server's arguments for a variant
     case $1 in
         habitat-postgres) echo "--load-test --variant habitat-sessions --backend postgres --database $database" ;;
+        habitat-cached) echo "--load-test --variant habitat-sessions --backend postgres --database $database --session-cache" ;;
         *) echo "--load-test --variant $1" ;;
     esac
 }
@@ -132,7 +135,7 @@ for pass in $(seq 1 "$passes"); do
             cpu=$(per_request "($cpu_after - $cpu_before) / $ticks * 1000000")
             db_cpu=$(per_request "($db_after - $db_before) / $ticks * 1000000")
             queries=$(per_request "$statements_after - $statements_before")
-            [ "$variant" = habitat-postgres ] || db_cpu=0 queries=0
+            case $variant in habitat-postgres|habitat-cached) ;; *) db_cpu=0 queries=0 ;; esac
             printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pass" "$variant" "$c" "$rps" "$p50" "$p99" \
                 "$(awk "BEGIN {printf \"%.1f\", $rss_kb / 1024}")" "$checked" "$mismatches" "$cpu" "$db_cpu" "$queries" >> "$raw"
             printf 'pass %s  %-18s c=%-4s %10s req/s  p50 %6s ms  p99 %7s ms  %s us CPU/request (database %s, %s queries)  %s checked, %s mismatched\n' \

@@ -12,9 +12,10 @@ import statistics
 import sys
 from collections import defaultdict
 
-VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat", "habitat-bound", "habitat-postgres"]
+VARIANTS = ["floor", "tasklocal", "swift-dependencies", "habitat", "habitat-bound", "habitat-postgres", "habitat-cached"]
+DATABASE_VARIANTS = {"habitat-postgres", "habitat-cached"}
 COLORS = {"floor": "#555555", "tasklocal": "#1f77b4", "swift-dependencies": "#d62728", "habitat": "#2ca02c", "habitat-bound": "#9467bd",
-          "habitat-postgres": "#ff7f0e"}
+          "habitat-postgres": "#ff7f0e", "habitat-cached": "#8c564b"}
 
 
 def main():
@@ -51,7 +52,7 @@ def main():
         print(f"| {r['variant']} | {r['connections']} | {r['cpu_us_per_request']} | {ratio('cpu_us_per_request')} | {cpu_vs_tasklocal} | "
               f"{r['requests_per_s']:,} | {ratio('requests_per_s')} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {ratio('p99_ms')} | {r['peak_rss_mb']} | {ratio('peak_rss_mb')} | {r['requests']:,} | {r['mismatches']} | "
-              f"{r['db_cpu_us_per_request'] or ''} | {r['queries_per_request'] or ''} |")
+              f"{database(r, 'db_cpu_us_per_request')} | {database(r, 'queries_per_request')} |")
     total = sum(r["requests"] for r in results if r["variant"] == "habitat")
     bad = sum(r["mismatches"] for r in results)
     print(f"\nHabitat answered {total:,} requests; mismatched or failed responses, all variants: {bad}")
@@ -67,10 +68,15 @@ def main():
     sys.exit(1 if bad else 0)
 
 
+def database(result, key):
+    """A database figure, for the variants that use one (0 there is a result, not a blank)."""
+    return result[key] if result["variant"] in DATABASE_VARIANTS else ""
+
+
 def svg(results, connections, commit):
     width, height, pad = 900, 380, 60
     panel = (width - 3 * pad) / 2
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
              f'<text x="{pad}" y="20" font-size="14">habitat-server load test, medians of passes: {platform.machine()} '
              f'{platform.system()}, commit {commit}</text>']
@@ -98,7 +104,7 @@ def svg(results, connections, commit):
             for x, y in points:
                 parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{COLORS[variant]}"/>')
     for i, variant in enumerate(VARIANTS):
-        x = pad + i * 140
+        x = pad + i * (width - pad) / len(VARIANTS)
         parts.append(f'<rect x="{x}" y="{height - 30}" width="12" height="12" fill="{COLORS[variant]}"/>')
         parts.append(f'<text x="{x + 18}" y="{height - 20}">{variant}</text>')
     parts.append("</svg>\n")
