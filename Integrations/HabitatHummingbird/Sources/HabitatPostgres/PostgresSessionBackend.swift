@@ -118,6 +118,23 @@ public struct PostgresSessionBackend: SessionBackend {
         return row.map { StoredSession(id: id, data: $0.0, version: $0.1, expiresIn: .milliseconds(Int64($0.2 * 1000))) }
     }
 
+    public func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession] {
+        try await run {
+            let rows = try await client.query(
+                """
+                SELECT id, data, version, EXTRACT(EPOCH FROM expires - now())::float8 FROM habitat_sessions
+                WHERE id = ANY(\(ids)) AND expires > now()
+                """,
+                logger: logger
+            )
+            var sessions: [String: StoredSession] = [:]
+            for try await (id, data, version, seconds) in rows.decode((String, Data, Int64, Double).self) {
+                sessions[id] = StoredSession(id: id, data: data, version: version, expiresIn: .milliseconds(Int64(seconds * 1000)))
+            }
+            return sessions
+        }
+    }
+
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64) async throws(SessionBackendError) -> StoredSession {
         let version = try await run {
             try await client.query(

@@ -36,9 +36,14 @@ public enum SessionChange: Sendable, Equatable {
 ///
 /// Its promises:
 /// - **Nothing revoked is served.** A copy is used only while the feed is ``SessionChange/live``;
-///   a change told by the feed drops the copy of that session, a lost feed drops every copy and
-///   sends every read to the store until the feed is live again. A sign-out at another
+///   a change told by the feed drops the copy of that session, a lost feed puts every copy
+///   aside and sends every read to the store until the feed is live again. A sign-out at another
 ///   instance is refused here as soon as its notification arrives.
+/// - **An outage costs one read.** When the feed is live again, the sessions whose copies were
+///   put aside are read again together (``SessionBackend/get(ids:)``: one statement on
+///   PostgreSQL) and kept as read; what changed or ended during the outage is read as it is
+///   now, not as it was. The copies are not compared by version: a session removed and created
+///   again under the same ID starts again at version 1.
 /// - **No stale copy.** A read's answer is kept only if no change arrived while it was read; an
 ///   instance's own write drops its copy (the next read takes the new version).
 /// - **No copy outlives its session**: each is kept until the session's expiry as read.
@@ -68,8 +73,11 @@ public final class CachedSessionBackend: SessionBackend {
         var epoch: UInt64 = 0
         var pending: [String: Pending] = [:]
         var copies: [String: Copy] = [:]
+        /// The copies put aside by a lost feed, read again once it is back.
+        var aside: Set<String> = []
         var hits = 0
         var misses = 0
+        var restored = 0
         var lostReason: String?
     }
 
@@ -102,45 +110,88 @@ public final class CachedSessionBackend: SessionBackend {
     /// Follows the feed until the calling task is cancelled: run it beside the server. Until
     /// it runs (and while its feed is down) every read goes to the store.
     public func follow() async {
-        await changes.follow { [weak self] change in self?.take(change) }
+        // NB: changes are taken in the feed's own call, at once; a catch-up, which awaits the
+        // store, runs beside it, so the changes told meanwhile are never held up behind it.
+        let (resumed, resume) = AsyncStream<UInt64>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [weak self] in
+                for await epoch in resumed { await self?.catchUp(epoch) }
+            }
+            await changes.follow { [weak self] change in
+                if let epoch = self?.take(change) { resume.yield(epoch) }
+            }
+            resume.finish()
+        }
         state.withLock { state in
             state.live = false
             state.copies.removeAll()
+            state.aside.removeAll()
         }
     }
 
-    /// Reads served from a copy, and reads that went to the store, since the start.
-    public var counts: (hits: Int, misses: Int) {
-        state.withLock { ($0.hits, $0.misses) }
+    /// Reads served from a copy, reads that went to the store, and copies kept again by a
+    /// catch-up after an outage, since the start.
+    public var counts: (hits: Int, misses: Int, restored: Int) {
+        state.withLock { ($0.hits, $0.misses, $0.restored) }
     }
 
     /// Whether copies are in use: the feed is live.
     public var isLive: Bool { state.withLock { $0.live } }
 
-    private func take(_ change: SessionChange) {
-        let lost: String? = state.withLock { state in
+    /// Takes one change of the feed; returns the epoch to catch up in when the feed is back
+    /// with copies put aside.
+    private func take(_ change: SessionChange) -> UInt64? {
+        let (lost, catchUp): (String?, UInt64?) = state.withLock { state in
             switch change {
             case .live:
                 state.epoch &+= 1
                 state.live = true
                 state.lostReason = nil
-                return nil
+                return (nil, state.aside.isEmpty ? nil : state.epoch)
             case .lost(let reason):
                 let first = state.live || state.lostReason == nil
                 state.epoch &+= 1
                 state.live = false
+                state.aside.formUnion(state.copies.keys)
                 state.copies.removeAll()
                 state.lostReason = reason
-                return first ? reason : nil
+                return (first ? reason : nil, nil)
             case .changed(let id, let version):
                 state.pending[id]?.changes &+= 1
+                state.aside.remove(id)
                 if let copy = state.copies[id], version.map({ copy.session.version < $0 }) ?? true {
                     state.copies[id] = nil
                 }
-                return nil
+                return (nil, nil)
             }
         }
         if let lost { onLost(lost) }
+        return catchUp
+    }
+
+    /// Reads the sessions put aside by an outage again, together, and keeps them: unless the
+    /// feed went down again meanwhile, or a change, a read or a write of one came first.
+    private func catchUp(_ epoch: UInt64) async {
+        let ids: [String] = state.withLock { $0.epoch == epoch ? Array($0.aside) : [] }
+        guard !ids.isEmpty else { return }
+        let now = clock.now
+        let read: [String: StoredSession]
+        do {
+            read = try await base.get(ids: ids)
+        } catch {
+            // The store is away too: the reads that come will go to it one by one.
+            state.withLock { if $0.epoch == epoch { $0.aside.removeAll() } }
+            return
+        }
+        state.withLock { state in
+            guard state.epoch == epoch, state.live else { return }
+            for id in state.aside where state.copies[id] == nil && state.pending[id] == nil {
+                guard let session = read[id], let expiresIn = session.expiresIn else { continue }
+                state.copies[id] = Copy(session: session, until: now + expiresIn)
+                state.restored += 1
+            }
+            state.aside.removeAll()
+        }
     }
 
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
@@ -232,6 +283,7 @@ public final class CachedSessionBackend: SessionBackend {
         state.withLock { state in
             state.pending[id]?.changes &+= 1
             state.copies[id] = nil
+            state.aside.remove(id)
         }
     }
 }

@@ -34,6 +34,11 @@ public protocol SessionBackend: Sendable {
     /// The live session `id`, or `nil` when there is none or it has expired.
     func get(id: String) async throws(SessionBackendError) -> StoredSession?
 
+    /// The live sessions among `ids`, each as ``get(id:)`` reads it, in one round trip where the
+    /// backend can (one statement on PostgreSQL): what ``CachedSessionBackend`` reads to catch
+    /// up after an outage of its feed. An ID that names no live session is left out.
+    func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession]
+
     /// Replaces session `id`'s data, if its version is still `expectedVersion`; the stored
     /// version goes up by one, and the session lives `expiresIn` from now.
     /// - Throws: ``SessionBackendError/versionConflict(id:expected:current:)`` when another
@@ -78,6 +83,15 @@ public protocol SessionBackend: Sendable {
 
 extension SessionBackend {
     public func purgeExpired() async throws(SessionBackendError) -> Int { 0 }
+
+    /// Reads the sessions one by one, with ``get(id:)``: for a backend without a bulk read.
+    public func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession] {
+        var sessions: [String: StoredSession] = [:]
+        for id in ids {
+            if let session = try await get(id: id) { sessions[id] = session }
+        }
+        return sessions
+    }
 }
 
 /// A session as a ``SessionBackend`` stores it.

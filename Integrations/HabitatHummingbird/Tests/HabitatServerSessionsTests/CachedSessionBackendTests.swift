@@ -53,9 +53,64 @@ import Testing
             #expect(lost.all == ["the connection dropped"], "told once per outage")
 
             await feed.send(.live)
+            try await waitUntil { cache.counts.restored == 1 }
+            #expect(reads.count == 5, "the copy put aside was read again")
             _ = try await cache.get(id: "k")
             _ = try await cache.get(id: "k")
             #expect(reads.count == 5, "copies again once it is back")
+        }
+    }
+
+    @Test func aFeedThatIsBackCatchesUpInOneReadAndTakesWhatChangedMeanwhile() async throws {
+        let store = MemorySessionBackend()
+        let reads = ReadCounter(store)
+        let feed = ManualChanges()
+        let cache = CachedSessionBackend(reads, changes: feed)
+        try await following(cache) {
+            await feed.send(.live)
+            for id in ["a", "b", "c"] {
+                _ = try await store.create(id: id, data: data, expiresIn: .seconds(60))
+                _ = try await cache.get(id: id)
+            }
+            #expect(reads.count == 3)
+
+            await feed.send(.lost("restarted"))
+            // Changes the feed missed: b signed out, c rewritten.
+            try await store.remove(id: "b")
+            _ = try await store.set(id: "c", data: Data("two".utf8), expiresIn: .seconds(60), expectedVersion: 1)
+            await feed.send(.live)
+            try await waitUntil { cache.counts.restored == 2 }
+            #expect(reads.bulk == 1, "one read for every copy put aside")
+
+            let before = reads.count
+            #expect(try await cache.get(id: "a")?.data == data)
+            #expect(try await cache.get(id: "c")?.data == Data("two".utf8), "what changed meanwhile is read as it is now")
+            #expect(reads.count == before, "a and c are copies again")
+            #expect(try await cache.get(id: "b") == nil, "a sign-out during the outage is refused")
+            #expect(reads.count == before + 1, "b was not kept: it went to the store")
+        }
+    }
+
+    @Test func aChangeToldWhileCatchingUpWins() async throws {
+        let store = MemorySessionBackend()
+        let gate = GatedReads(store)
+        let feed = ManualChanges()
+        let cache = CachedSessionBackend(gate, changes: feed)
+        try await following(cache) {
+            await feed.send(.live)
+            _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
+            _ = try await cache.get(id: "k")
+            await feed.send(.lost("restarted"))
+            gate.hold()
+            await feed.send(.live)
+            #expect(await gate.waitUntilHeld(), "the catch-up reads the copy put aside")
+            // The catch-up read version 1; meanwhile another instance signs the member out.
+            try await store.remove(id: "k")
+            await feed.send(.changed(id: "k", version: nil))
+            gate.release()
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(cache.counts.restored == 0, "the catch-up's answer was not kept")
+            #expect(try await cache.get(id: "k") == nil)
         }
     }
 
@@ -69,7 +124,7 @@ import Testing
             _ = try await store.create(id: "k", data: data, expiresIn: .seconds(60))
             gate.hold()
             async let slow = cache.get(id: "k")
-            await gate.waitUntilHeld()
+            #expect(await gate.waitUntilHeld())
             // The store read version 1; meanwhile another instance signs the member out.
             await feed.send(.changed(id: "k", version: nil))
             gate.release()
@@ -180,12 +235,24 @@ final class Reasons: Sendable {
     var all: [String] { value.withLock { $0 } }
 }
 
-/// A backend that counts the reads that reach it.
+/// A backend that counts the reads that reach it: each session read, and each bulk read (whose
+/// sessions are counted as reads too).
 struct ReadCounter: ForwardingBackend {
     let base: any SessionBackend
     private let reads = Counter()
+    private let bulkReads = Counter()
     init(_ base: any SessionBackend) { self.base = base }
     var count: Int { reads.value }
+    var bulk: Int { bulkReads.value }
+
+    func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession] {
+        bulkReads.increment()
+        var sessions: [String: StoredSession] = [:]
+        for id in ids {
+            if let session = try await get(id: id) { sessions[id] = session }
+        }
+        return sessions
+    }
 
     func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         reads.increment()
@@ -208,8 +275,15 @@ final class GatedReads: ForwardingBackend {
         }
         waiter?.resume()
     }
-    func waitUntilHeld() async {
-        while !state.withLock({ $0.held }) { try? await Task.sleep(for: .milliseconds(1)) }
+    /// Waits until a read is held, for at most 5 s; says whether one is.
+    @discardableResult
+    func waitUntilHeld() async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !state.withLock({ $0.held }) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return true
     }
 
     func get(id: String) async throws(SessionBackendError) -> StoredSession? {

@@ -73,6 +73,31 @@ import Testing
     }
 
     @Test(arguments: Backend.available)
+    func aBulkReadGivesTheLiveSessionsAsTheyAreAndLeavesOutTheRest(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let tag = UUID().uuidString
+            let (kept, rewritten, removed, expiring) = ("kept-\(tag)", "rewritten-\(tag)", "removed-\(tag)", "expiring-\(tag)")
+            _ = try await backend.create(id: kept, data: Data("a".utf8), expiresIn: .seconds(60))
+            let first = try await backend.create(id: rewritten, data: Data("b".utf8), expiresIn: .seconds(60))
+            _ = try await backend.set(id: rewritten, data: Data("b2".utf8), expiresIn: .seconds(60), expectedVersion: first.version)
+            _ = try await backend.create(id: removed, data: Data("c".utf8), expiresIn: .seconds(60))
+            try await backend.remove(id: removed)
+            _ = try await backend.create(id: expiring, data: Data("d".utf8), expiresIn: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(400))
+
+            let read = try await backend.get(ids: [kept, rewritten, removed, expiring, "never-\(tag)"])
+            #expect(Set(read.keys) == [kept, rewritten], "only the live sessions")
+            #expect(read[kept]?.data == Data("a".utf8) && read[kept]?.version == 1)
+            #expect(read[rewritten]?.data == Data("b2".utf8) && read[rewritten]?.version == 2)
+            for (id, session) in read {
+                #expect(session == (try await backend.get(id: id)), "as get(id:) reads it")
+                #expect(session.expiresIn.map { $0 > .seconds(50) && $0 <= .seconds(60) } == true, "with its time to live")
+            }
+            #expect(try await backend.get(ids: []).isEmpty)
+        }
+    }
+
+    @Test(arguments: Backend.available)
     func concurrentUpdatesLoseNothing(_ backend: Backend) async throws {
         try await backend.with { backend in
             let sessions = ServerSessions<Visits>(backend: backend)
