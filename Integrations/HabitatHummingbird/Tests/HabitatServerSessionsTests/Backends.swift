@@ -57,13 +57,11 @@ struct Visits: Codable, Sendable, Equatable {
 }
 
 /// A count several tasks add to.
-// Safe: `count` is read and written only with `lock` held.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+final class Counter: Sendable {
+    private let count = LockedBox(0)
 
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// A backend that hands every call to `base`: the tests' probes conform, and change only what
