@@ -3,9 +3,9 @@ import Foundation
 /// Where the process runs: the app itself, a test run, or an Xcode preview.
 ///
 /// A stack declared with ``EnvironmentStack/init(live:preview:test:fileID:line:)`` picks its base
-/// by context: the live environment in the app, the preview environment in a preview, and in a test none
-/// at all, so that a test that forgets to install a test environment is told so instead of quietly
-/// talking to live services.
+/// by context: the live environment in the app, the preview environment in a preview, and in a test
+/// none at all, so that a test that forgets to install a test environment is told so instead of
+/// quietly talking to live services.
 ///
 /// Habitat detects the context once per process: `HABITAT_CONTEXT=live|test|preview` in the
 /// environment decides; otherwise an Xcode preview (`XCODE_RUNNING_FOR_PREVIEWS=1`) is
@@ -53,8 +53,8 @@ public enum EnvironmentContext: String, Sendable, CaseIterable {
 /// environment finds it by name. Package-visible: not for apps.
 package protocol HabitatTestReporting: SendableMetatype {
     /// A read in a test run reached the base of `stack` ("the stack made at FILE:LINE") while
-    /// `openScopes` scopes of that stack were open in the process; `testEnvironmentInstalled` says whether the
-    /// base is the stack's test environment (otherwise it is the live one).
+    /// `openScopes` scopes of that stack were open in the process; `testEnvironmentInstalled` says
+    /// whether the base is the stack's test environment (otherwise it is the live one).
     static func liveBaseReached(stack: String, openScopes: Int, testEnvironmentInstalled: Bool)
 }
 

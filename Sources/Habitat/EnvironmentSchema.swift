@@ -122,8 +122,8 @@ extension EnvironmentSchema where Services: SessionDependent, Services.User == U
     }
 }
 
-/// A configuration with a default: `init()` makes the configuration an environment starts
-/// with, so `HabitatEnvironment(services:)` and the test and preview environments need no `config:`.
+/// A configuration with a default: `init()` makes the configuration an environment starts with, so
+/// `HabitatEnvironment(services:)` and the test and preview environments need no `config:`.
 ///
 /// A struct whose properties all have default values gets its `init()` for free:
 ///
@@ -184,9 +184,9 @@ extension EnvironmentStack {
     /// let appEnvironment = EnvironmentStack(live: AppServices.live)
     /// ```
     ///
-    /// The schema is ``ServicesOnly``: no user, no configuration. An app that adds them
-    /// declares an ``EnvironmentSchema`` and makes its stack with
-    /// ``init(live:preview:test:fileID:line:)``; tests written with the `services:` trait keep working.
+    /// The schema is ``ServicesOnly``: no user, no configuration. An app that adds them declares an
+    /// ``EnvironmentSchema`` and makes its stack with ``init(live:preview:test:fileID:line:)``;
+    /// tests written with the `services:` trait keep working.
     /// - Parameters:
     ///   - live: Builds the live services.
     ///   - test: Builds the services a test run's reads get when a test installed no environment

@@ -2,10 +2,10 @@
 ///
 /// An app keeps one stack in a global `let` (conventionally named `appEnvironment`) and reads
 /// ``current`` wherever it needs a service, the user or the configuration. Tests and previews
-/// ``push(_:label:fileID:line:)`` a changed environment and ``pop(fileID:line:)`` it afterwards, or, better,
-/// change it for one task with
-/// ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` so parallel tests never
-/// meet.
+/// ``push(_:label:fileID:line:)`` a changed environment and ``pop(fileID:line:)`` it afterwards,
+/// or, better, change it for one task with
+/// ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` so
+/// parallel tests never meet.
 ///
 /// ```swift
 /// let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))
@@ -21,11 +21,11 @@
 /// a half-applied transition. Reading ``current`` takes no lock and allocates nothing.
 ///
 /// ### Scopes
-/// Inside ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` the stack acts on a
-/// stack of the scope's own, for the calling task and its child tasks only: ``current`` is the
-/// scope's top, and ``push(_:label:fileID:line:)``, ``pop(fileID:line:)``, ``login(user:token:fileID:line:)``,
-/// ``logout(fileID:line:)`` and the updates change the scope's stack, never the global one or another task's.
-/// When the scope ends, they are gone.
+/// Inside ``withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)`` the
+/// stack acts on a stack of the scope's own, for the calling task and its child tasks only:
+/// ``current`` is the scope's top, and ``push(_:label:fileID:line:)``, ``pop(fileID:line:)``,
+/// ``login(user:token:fileID:line:)``, ``logout(fileID:line:)`` and the updates change the scope's
+/// stack, never the global one or another task's. When the scope ends, they are gone.
 // Safe: every stored property is immutable and thread-safe: the states keep their mutable parts
 // behind their locks, and `scopePool` is only used through `withLock` (a `Locked` can't say
 // `Sendable`, being a `ManagedBuffer`).

@@ -2,8 +2,8 @@ public import Foundation
 
 /// The whole environment an app runs in, as one value.
 ///
-/// An environment carries the app's services, the signed-in ``UserSession`` (or `nil` when nobody is
-/// logged in), the app's configuration, and the values that make code hard to test when read
+/// An environment carries the app's services, the signed-in ``UserSession`` (or `nil` when nobody
+/// is logged in), the app's configuration, and the values that make code hard to test when read
 /// from the system directly: the current date, the calendar, locale and time zone, and a UUID
 /// generator. Because it is a value, a test builds the environment it needs with a few updaters and
 /// nothing leaks out of it:
@@ -105,7 +105,8 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// environment is made with one copy of the current one:
     ///
     /// ```swift
-    /// try await appEnvironment.withEnvironment({ $0.session = UserSession(user: member, token: token) }) {
+    /// try await appEnvironment.withEnvironment({ $0.session = UserSession(user: member, token:
+    /// token) }) {
     ///     try await handle(request)
     /// }
     /// ```

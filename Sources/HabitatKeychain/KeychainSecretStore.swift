@@ -7,8 +7,8 @@ public import HabitatPersistence
 /// ```swift
 /// import HabitatKeychain
 ///
-/// let secrets = KeychainSecretStore()   // service: the bundle identifier
-/// let sessions = SessionStore<AppSchema>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
+/// let secrets = KeychainSecretStore()   // service: the bundle identifier let sessions =
+/// SessionStore<AppSchema>(store: try JSONFileStore(url: sessionFile), secrets: secrets)
 /// ```
 ///
 /// - **One item per key**, named by its primary keys only: class, ``service``, account (the key)
@@ -30,8 +30,9 @@ public import HabitatPersistence
 ///   before it takes a missing token for a logout.
 ///
 /// The Keychain calls go through the `calls` given to
-/// ``init(service:accessGroup:accessibility:reportsMissingReliably:calls:)``; tests pass a model
-/// of the Keychain there (`HabitatPersistenceTesting`'s `SimulatedKeychain`) and never reach a real keychain.
+/// ``init(service:accessGroup:accessibility:reportsMissingReliably:calls:)``; tests pass a model of
+/// the Keychain there (`HabitatPersistenceTesting`'s `SimulatedKeychain`) and never reach a real
+/// keychain.
 public final class KeychainSecretStore: SecretStore {
     /// The items' service (`kSecAttrService`).
     public let service: String

@@ -1,8 +1,8 @@
 public import Foundation
 public import Habitat
 
-/// The values of a predictable environment for tests: a fixed date, counting UUIDs, the POSIX locale,
-/// UTC and the Gregorian calendar.
+/// The values of a predictable environment for tests: a fixed date, counting UUIDs, the POSIX
+/// locale, UTC and the Gregorian calendar.
 public enum TestFixtures {
     /// The date the test environment stands still at: 2001-01-01 00:00:00 UTC.
     public static let date = Date(timeIntervalSinceReferenceDate: 0)

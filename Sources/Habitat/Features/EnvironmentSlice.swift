@@ -18,15 +18,15 @@ public import Foundation
 /// }
 /// ```
 ///
-/// The app keeps each feature's services in its own (`var profile: ProfileServices`) and hands
-/// the feature its slice, in one place: `ProfileModel(environment: appEnvironment.slice(\.profile))`.
+/// The app keeps each feature's services in its own (`var profile: ProfileServices`) and hands the
+/// feature its slice, in one place: `ProfileModel(environment: appEnvironment.slice(\.profile))`.
 /// The compiler checks the composition: the app's services must hold a `ProfileServices`, and
 /// making one names every service the feature needs.
 ///
 /// A slice is a view, not a copy: a read gives the feature's services in the calling task's
-/// environment (its scope's, inside one); a scope or a push made through the slice is the app's stack's
-/// own, seen by the app's readers, and the app's scopes, pushes and session changes are seen
-/// through the slice in the same step.
+/// environment (its scope's, inside one); a scope or a push made through the slice is the app's
+/// stack's own, seen by the app's readers, and the app's scopes, pushes and session changes are
+/// seen through the slice in the same step.
 ///
 /// A feature's tests give it an environment of its own, in one line:
 /// `ProfileModel(environment: .test(ProfileServices(profileAPI: .mock, analytics: .recording)))`.

@@ -25,7 +25,8 @@ public import Observation
 /// ```
 ///
 /// It follows the stack through ``EnvironmentStack/changes``, on the main actor, in order. Made
-/// inside a ``EnvironmentStack/withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)``
+/// inside a
+/// ``EnvironmentStack/withEnvironment(_:fileID:line:operation:)-((HabitatEnvironment<App>)->Void,_,_,_)``
 /// scope, it follows the scope's stack until the scope ends. Services are not mirrored: read them
 /// from the stack.
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
