@@ -87,6 +87,30 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(try !files.directory.anyFileContains("grace#3"))
     }
 
+    /// Two stacks on one store: one switches accounts and saves; the other, which never saw the
+    /// switch, signs an account out and saves. Its save keeps both changes: the switch is not
+    /// undone, and the sign-out is not lost.
+    @Test func aStaleSaveKeepsAnotherStacksSwitchBesideItsOwnSignOut() throws {
+        let files = try AccountFiles()
+        try threeAccounts().save(to: files.sessions)   // ada, alan; grace active
+        let first = makeAccountsStack()
+        try first.restore(from: files.sessions)
+        let second = makeAccountsStack()
+        try second.restore(from: files.sessions)
+
+        try second.switchAccount(to: "ada")
+        try second.save(to: files.sessions)
+        first.logout(account: "alan")
+        try first.save(to: files.sessions)
+
+        #expect(first.current.session?.user == .ada, "the switch made elsewhere is taken, not undone")
+        #expect(first.current.otherAccounts.map(\.user) == [.grace])
+        let snapshot = try #require(try files.sessions.load())
+        #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
+        #expect(snapshot.otherAccounts.map(\.user) == [.grace] && snapshot.otherAccounts.first?.token == memberToken(.grace, 3))
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.grace"], "alan's token is gone")
+    }
+
     @Test func logoutAllRemovesEveryTokenAndARelaunchIsSignedOut() throws {
         let files = try AccountFiles()
         let stack = threeAccounts()

@@ -61,6 +61,21 @@ import Testing
         #expect(try sessions.load()?.session == nil)
     }
 
+    /// A stack that never read the store (it knows nothing of the app's session) signs a user
+    /// in itself and saves through the extension's store: a token the store doesn't hold is
+    /// never written there, so the app's session stands.
+    @Test func anExtensionsStoreWritesNoTokenItDoesntHold() throws {
+        let directory = try TemporaryDirectory()
+        let appSessions = try sharedSessions(in: directory.url)
+        try appSessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("the-apps"))))
+        let widget = makeStack()
+        widget.login(user: .grace, token: AuthToken("the-widgets-own"))
+        try widget.save(to: try sharedSessions(in: directory.url, refreshesTokens: false))
+        let stored = try #require(try appSessions.load())
+        #expect(stored.session?.user == .ada && stored.session?.token.secret == "the-apps", "the app's session stands")
+        #expect(try !directory.anyFileContains("the-widgets-own"))
+    }
+
     @Test(.enabled(if: canRunFixtures))
     func anAppAndItsExtensionInTwoProcessesMakeOneRefresh() throws {
         let directory = try TemporaryDirectory()

@@ -105,6 +105,40 @@ enum KeychainApp: EnvironmentSchema {
         #expect(saved.session?.token.secret == "t1")
     }
 
+    /// Unlocked, but the snapshot can't be read at that moment: the session keeps waiting, is
+    /// neither restored nor logged out, nothing is written or deleted, and the next call completes it.
+    @Test func anUnlockWhoseSnapshotCantBeReadKeepsTheSessionWaiting() throws {
+        let store = MockKeyValueStore()
+        let secrets = KeychainSecretStore(service: "com.example.app", reportsMissingReliably: false, calls: keychain.calls)
+        let sessions = SessionStore<KeychainApp>(store: store, secrets: secrets)
+        let saving = stack()
+        saving.login(user: KeychainMember(name: "Ada"), token: AuthToken("t1"))
+        try saving.save(to: sessions)
+        let item = tokenItem
+        keychain.device = .beforeFirstUnlock
+        let app = stack()
+        guard case .awaitingToken = app.restoreAtLaunch(from: sessions) else {
+            Issue.record("expected awaitingToken")
+            return
+        }
+
+        keychain.device = .unlocked
+        store.failNext(1)
+        store.clearOperations()
+        let resolution = app.protectedDataDidBecomeAvailable(for: sessions)
+        guard case .stillAwaiting(.store(.unavailable)) = resolution else {
+            Issue.record("expected stillAwaiting with the store's error, got \(resolution)")
+            return
+        }
+        #expect(app.current.session?.state == .awaitingToken, "still waiting")
+        #expect(app.current.currentUser == KeychainMember(name: "Ada"))
+        #expect(!store.operations.contains { if case .write = $0 { true } else { false } }, "nothing written")
+        #expect(tokenItem == item, "nothing deleted")
+
+        #expect(app.protectedDataDidBecomeAvailable(for: sessions) == .restored, "once it can read, the next call completes it")
+        #expect(app.current.session?.token.secret == "t1")
+    }
+
     @Test func aTokenThatIsReallyGoneLogsOutOnlyOnceTheStoreIsReadable() async throws {
         let sessions = try savedSession()
         try KeychainSecretStore(service: "com.example.app", calls: keychain.calls).setSecret(nil, forKey: "habitat.session.token")
