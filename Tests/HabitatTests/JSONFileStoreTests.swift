@@ -53,6 +53,8 @@ import Darwin
         ("bad base64", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"binary\":{\"a\":\"%%%\"}}"),
         ("value and binary", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":1},\"binary\":{\"a\":\"AA==\"}}"),
         ("text not a string", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"text\":{\"a\":7}}"),
+        ("text not an object", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"text\":[\"a\"]}"),
+        ("bad escape in text", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"text\":{\"a\":\"\\q\"}}"),
         ("no values", "{\"format\":\"habitat.kv\",\"version\":1}"),
         ("trailing garbage", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{}} x"),
         ("bad escape", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\\q\":1}}"),
@@ -201,6 +203,18 @@ import Darwin
         #expect(try secrets.secret(forKey: "session/token") == nil)
         #expect(!FileManager.default.fileExists(atPath: file.path))
         try secrets.setSecret(nil, forKey: "never-set")  // deleting nothing is fine
+    }
+
+    @Test func aSecretOverTheLimitIsATypedErrorAndTheOldOneStays() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.url.appendingPathComponent("secrets"))
+        try secrets.setSecret(Data("kept".utf8), forKey: "token")
+        let tooLarge = Data(repeating: 7, count: secrets.maximumSecretSize + 1)
+        #expect(throws: StoreError.tooLarge(path: secrets.fileURL(forKey: "token").path, size: tooLarge.count, limit: secrets.maximumSecretSize)) {
+            try secrets.setSecret(tooLarge, forKey: "token")
+        }
+        #expect(try secrets.secret(forKey: "token") == Data("kept".utf8))
+        try secrets.setSecret(Data(repeating: 7, count: secrets.maximumSecretSize), forKey: "token")   // the limit itself is fine
     }
 
     @Test func keysCannotWalkOutOfTheDirectory() throws {
