@@ -57,6 +57,20 @@ extension StoreKey where Value == TestConfig {
     }
 
     @Test(arguments: Backend.allCases)
+    func aValueThatCantBeEncodedIsATypedErrorNamingWhereAndNothingIsWritten(backend: Backend) throws {
+        let (store, owner) = try makeStore(backend)
+        defer { withExtendedLifetime(owner) {} }
+        let ratios = StoreKey<[String: Double]>("ratios")
+        #expect(ratios.description == "ratios")
+        try store.set(["kept": 0.5], for: ratios)
+        // JSON has no NaN: the encoder refuses it, and the error names the key and where.
+        #expect(throws: StoreError.encodingFailed(key: "ratios", reason: "the value at 'broken' cannot be encoded")) {
+            try store.set(["broken": .nan], for: ratios)
+        }
+        #expect(try store.value(for: ratios) == ["kept": 0.5], "the stored value stays")
+    }
+
+    @Test(arguments: Backend.allCases)
     func rawDataRoundTripsExactly(backend: Backend) throws {
         let (store, owner) = try makeStore(backend)
         defer { withExtendedLifetime(owner) {} }

@@ -46,6 +46,13 @@ import Testing
         #expect(stack.depth == 1)
     }
 
+    @Test func changeKindsAreComparedAndHashedByName() {
+        let kinds: Set<EnvironmentChangeKind> = [.push, .push, .pop, .login, .accountSwitched]
+        #expect(kinds.count == 4)
+        #expect(kinds.contains(.accountSwitched) && !kinds.contains(.logout))
+        #expect(EnvironmentChangeKind.configUpdated.description == "configUpdated")
+    }
+
     @Test func replaceCurrentReplacesTheTopOnly() {
         let stack = makeStack()
         stack.push(makeEnvironment("mock"))
