@@ -308,6 +308,31 @@ import Darwin
         #expect(legacy.contents["accessToken"] != nil, "not deleted before it was verified")
     }
 
+    @Test func aLegacyStoreThatCantBeReadMovesNothing() throws {
+        let legacy = MockKeyValueStore(["accessToken": Data("legacy-secret".utf8)])
+        legacy.failNext(1, with: .unreadable(path: "legacy", reason: "a failure injected by the test"))
+        let sessions = sessions
+        #expect(throws: SnapshotError.store(.unreadable(path: "legacy", reason: "a failure injected by the test"))) {
+            try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        }
+        #expect(try sessions.load() == nil, "nothing saved")
+        #expect(legacy.contents["accessToken"] == Data("legacy-secret".utf8))
+    }
+
+    @Test func aLegacyTokenThatCantBeDeletedIsDeletedByTheNextRun() throws {
+        let legacy = UndeletableStore(InMemoryStore(["accessToken": Data("legacy-secret".utf8)]))
+        let sessions = sessions
+        #expect(throws: SnapshotError.store(.unwritable(path: "legacy", reason: "a failure injected by the test"))) {
+            try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .ada }
+        }
+        #expect(try sessions.load()?.session?.token.secret == "legacy-secret", "copied and verified before the deletion failed")
+        #expect(try legacy.data(forKey: "accessToken") != nil, "the token is in both places, never in none")
+        legacy.refusing.value = false
+        #expect(try makeStack().migrateLegacyToken(from: legacy, key: "accessToken", to: sessions) { .grace } == .migrated)
+        #expect(try legacy.data(forKey: "accessToken") == nil)
+        #expect(try sessions.load()?.session?.user == .ada, "the saved session is the migrated one")
+    }
+
     /// The migration is killed just before each of its writes (the token, the snapshot, the
     /// legacy deletion): the token is always in one place or the other, and the next launch
     /// finishes the job.
@@ -372,4 +397,17 @@ func heldFileLocks(on paths: [String]) throws -> [String] {
     return try String(contentsOfFile: "/proc/locks", encoding: .utf8)
         .split(separator: "\n").map(String.init)
         .filter { line in line.contains(pid) && inodes.contains { line.contains($0) } }
+}
+
+/// A store whose writes fail while `refusing` is on: a legacy store that won't let go of its token.
+struct UndeletableStore: KeyValueStore {
+    let base: InMemoryStore
+    let refusing = Locked(true)
+    init(_ base: InMemoryStore) { self.base = base }
+    func data(forKey key: String) throws(StoreError) -> Data? { try base.data(forKey: key) }
+    func keys() throws(StoreError) -> [String] { try base.keys() }
+    func write(_ changes: [String: Data?]) throws(StoreError) {
+        if refusing.value { throw .unwritable(path: "legacy", reason: "a failure injected by the test") }
+        try base.write(changes)
+    }
 }
