@@ -56,11 +56,10 @@ public final class JSONFileStore: KeyValueStore {
     /// The file's directory, opened once and checked: every file is reached through it.
     private let directory: TrustedDirectory
     private let lock = LockedBox(())
-    #if canImport(Darwin)
-    /// Told after each write: another process of the device that follows this file (an app and
-    /// its extension sharing a container) hears it even where its directory watch doesn't.
+    /// Told after each write: on Apple platforms another process of the device that follows this
+    /// file (an app and its extension sharing a container) hears it even where its directory
+    /// watch doesn't. (Elsewhere nobody listens: inotify hears every process.)
     private let signal: ChangeSignal
-    #endif
     /// The largest document this store reads or writes, in bytes.
     public let maximumFileSize: Int
 
@@ -92,9 +91,7 @@ public final class JSONFileStore: KeyValueStore {
         self.path = self.url.path
         self.name = self.url.lastPathComponent
         self.lockName = name + ".lock"
-        #if canImport(Darwin)
         self.signal = ChangeSignal(store: self.url.path)
-        #endif
         self.maximumFileSize = maximumFileSize
         try FileSystem.checkNotADirectory(path)
         let directory = try TrustedDirectory.open(self.url.deletingLastPathComponent().path, create: createDirectory, forSecrets: false)
@@ -168,9 +165,7 @@ public final class JSONFileStore: KeyValueStore {
                 try FileSystem.writeAtomically(document, to: name, in: directory)
             }
         }
-        #if canImport(Darwin)
         signal.post()
-        #endif
     }
 
     /// Every key and value in the document; apps read keys with `data(forKey:)`.

@@ -56,7 +56,8 @@ public final class UserDefaultsStore: KeyValueStore, @unchecked Sendable {
     /// Calls `onChange` after every write through a store with this prefix (in any process on
     /// Apple platforms, in this one elsewhere) and, on Apple platforms, after any change this
     /// process makes to its defaults, until the observation stops.
-    /// - Parameter onChange: Called on a utility queue; it should only schedule work.
+    /// - Parameter onChange: Called on a utility queue (for a change made past the store, on the
+    ///   thread that made it); it should only schedule work.
     /// - Returns: The observation, or `nil` when the system refuses one (followers poll then).
     public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
         guard let signalled = signal.observe(onChange) else { return nil }
