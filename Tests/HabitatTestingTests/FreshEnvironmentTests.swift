@@ -5,12 +5,10 @@ import HabitatTesting
 import Testing
 
 /// A mock that counts its calls: a class, so an environment that reused it would show its count.
-// Safe: `count` is read and written only with `lock` held.
-final class CallCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+final class CallCounter: Sendable {
+    private let count = LockedBox(0)
 
-    func call() -> Int { lock.withLock { count += 1; return count } }
+    func call() -> Int { count.withLock { $0 += 1; return $0 } }
 }
 
 /// Services holding a mock class, as many apps' do.

@@ -5,13 +5,11 @@ import HabitatTesting
 import Testing
 
 /// A flag set from another task, read after it.
-final class Flag: @unchecked Sendable {
-    // Safe: `value` is read and written only with `lock` held.
-    private let lock = NSLock()
-    private var value: [String] = []
+final class Flag: Sendable {
+    private let value = LockedBox<[String]>([])
 
-    func append(_ event: String) { lock.withLock { value.append(event) } }
-    var events: [String] { lock.withLock { value } }
+    func append(_ event: String) { value.withLock { $0.append(event) } }
+    var events: [String] { value.withLock { $0 } }
 }
 
 /// Work a test starts in its scope and leaves running is an issue of that test; the opt-out

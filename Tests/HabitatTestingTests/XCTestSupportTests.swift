@@ -34,13 +34,13 @@ final class XCTestIsolationTests: XCTestCase {
     func testTheGlobalStackIsUntouchedAfterwards() {
         // Checked from a thread of its own, which sees the global stack, not this test's scope.
         let done = DispatchSemaphore(value: 0)
-        let label = LockedBox<String>()
+        let label = LockedBox<String?>(nil)
         Thread.detachNewThread {
-            label.value = AppEnvironment.current.services.label
+            label.withLock { $0 = AppEnvironment.current.services.label }
             done.signal()
         }
         done.wait()
-        XCTAssertEqual(label.value, "live")
+        XCTAssertEqual(label.withLock { $0 }, "live")
         XCTAssertEqual(AppEnvironment.current.services.label, "xctest")
     }
 }
@@ -76,16 +76,6 @@ final class XCTestFailureReportingTests: XCTestCase {
         XCTAssertEqual(recorded.count, 2)
         XCTAssertTrue(recorded[0].contains("APIClient.count is unimplemented"), recorded[0])
         XCTAssertTrue(recorded[1].contains("APIClient.fetchUser is unimplemented"), recorded[1])
-    }
-}
-
-final class LockedBox<Value: Sendable>: @unchecked Sendable {
-    // Safe: `stored` is read and written only with `lock` held.
-    private let lock = NSLock()
-    private var stored: Value?
-    var value: Value? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }
 

@@ -86,10 +86,8 @@ import Testing
 }
 
 /// A flag one thread sets and another polls.
-// Safe: `value` is only touched with `lock` held.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+private final class Flag: Sendable {
+    private let value = LockedBox(false)
+    func set() { value.withLock { $0 = true } }
+    var isSet: Bool { value.withLock { $0 } }
 }

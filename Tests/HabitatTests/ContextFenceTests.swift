@@ -28,12 +28,10 @@ extension DefaultedSchema {
 }
 
 /// Counts how many times a live environment was built.
-final class BuildCounter: @unchecked Sendable {
-    // Safe: `count` is read and written only with `lock` held.
-    private let lock = NSLock()
-    private var count = 0
-    var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
+final class BuildCounter: Sendable {
+    private let count = LockedBox(0)
+    var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
 }
 
 let greeterBuilds = BuildCounter()

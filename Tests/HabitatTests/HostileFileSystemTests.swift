@@ -310,12 +310,10 @@ func withTimeout<R: Sendable>(seconds: Int, _ body: @escaping @Sendable () -> R)
     return result
 }
 
-// Safe: `value` is only touched with `lock` held.
-final class ResultBox<R: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: R?
-    func set(_ newValue: R) { lock.withLock { value = newValue } }
-    func get() -> R? { lock.withLock { value } }
+final class ResultBox<R: Sendable>: Sendable {
+    private let value = LockedBox<R?>(nil)
+    func set(_ newValue: R) { value.withLock { $0 = newValue } }
+    func get() -> R? { value.withLock { $0 } }
 }
 
 @Suite struct DirectoryCreationTests {

@@ -201,12 +201,10 @@ import Testing
     }
 }
 
-final class Counter: @unchecked Sendable {
-    // Safe: `count` is only touched with `lock` held.
-    private let lock = NSLock()
-    private var count = 0
-    func increment() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
+final class Counter: Sendable {
+    private let count = LockedBox(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }
 
 /// A one-way gate: `wait()` returns once `open()` was called.

@@ -375,14 +375,12 @@ struct WriteFailingSecretStore: SecretStore {
 }
 
 /// A value behind a lock, for results a concurrent closure hands back.
-final class Locked<Value>: @unchecked Sendable {
-    // Safe: `stored` is only touched with `lock` held.
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
+final class Locked<Value: Sendable>: Sendable {
+    private let stored: LockedBox<Value>
+    init(_ value: Value) { stored = LockedBox(value) }
     var value: Value {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
+        get { stored.withLock { $0 } }
+        set { stored.withLock { $0 = newValue } }
     }
 }
 

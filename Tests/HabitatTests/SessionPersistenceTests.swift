@@ -251,11 +251,10 @@ struct FileSessions {
     }
 }
 
-final class MigrationLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Int] = []
-    func append(_ value: Int) { lock.withLock { values.append(value) } }
-    var entries: [Int] { lock.withLock { values } }
+final class MigrationLog: Sendable {
+    private let values = LockedBox<[Int]>([])
+    func append(_ value: Int) { values.withLock { $0.append(value) } }
+    var entries: [Int] { values.withLock { $0 } }
 }
 
 func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws -> Data {
@@ -504,11 +503,10 @@ final class BlockingStore: KeyValueStore, @unchecked Sendable {
     }
 }
 
-final class ErrorLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [SnapshotError] = []
-    func append(_ value: SnapshotError) { lock.withLock { values.append(value) } }
-    var entries: [SnapshotError] { lock.withLock { values } }
+final class ErrorLog: Sendable {
+    private let values = LockedBox<[SnapshotError]>([])
+    func append(_ value: SnapshotError) { values.withLock { $0.append(value) } }
+    var entries: [SnapshotError] { values.withLock { $0 } }
 }
 
 /// A secret store whose writes fail while `refusesWrites` is set, as a directory made immutable.

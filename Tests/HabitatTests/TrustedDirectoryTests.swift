@@ -158,10 +158,8 @@ import Darwin
 }
 
 /// A flag one thread sets and another reads.
-// Safe: `value` is read and written only with `lock` held.
-private final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    var isSet: Bool { lock.withLock { value } }
-    func set() { lock.withLock { value = true } }
+private final class Flag: Sendable {
+    private let value = LockedBox(false)
+    var isSet: Bool { value.withLock { $0 } }
+    func set() { value.withLock { $0 = true } }
 }
