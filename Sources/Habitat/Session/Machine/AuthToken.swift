@@ -3,7 +3,7 @@ public import Foundation
 /// A bearer credential: the secret string a server accepts, and when it stops being accepted.
 ///
 /// The secret is readable only through ``secret``. Every other way of looking at a token
-/// (`description`, `debugDescription`, `dump`, string interpolation, a `Mirror`) shows
+/// (`description`, `debugPrint`, `dump`, string interpolation, a `Mirror`) shows
 /// `<redacted>` instead, so a token never lands in a log line or an error message by accident.
 ///
 /// `AuthToken` is deliberately not `Codable`: encoding it along with the rest of a session
