@@ -10,12 +10,7 @@ extension SessionStore {
         user: () -> App.User?
     ) throws(SnapshotError) -> LegacyTokenMigration {
         try lock.withLock { () throws(SnapshotError) in
-            let stored: Data?
-            do throws(StoreError) {
-                stored = try legacy.data(forKey: legacyKey)
-            } catch {
-                throw .store(error)
-            }
+            let stored = try SnapshotError.fromStore { () throws(StoreError) in try legacy.data(forKey: legacyKey) }
             guard let stored, let token = Self.legacyToken(in: stored) else { return .nothingToMigrate }
             // NB: a snapshot saved already means either a run of this migration got as far as
             // saving (and was stopped before deleting the legacy token), or the app has moved on
@@ -37,11 +32,7 @@ extension SessionStore {
                 }
                 result = .migrated
             }
-            do throws(StoreError) {
-                try legacy.removeValue(forKey: legacyKey)
-            } catch {
-                throw .store(error)
-            }
+            try SnapshotError.fromStore { () throws(StoreError) in try legacy.removeValue(forKey: legacyKey) }
             return result
         }
     }
@@ -136,18 +127,16 @@ extension SessionStore {
     @discardableResult
     public func moveToken(from oldSecrets: any SecretStore) throws(SnapshotError) -> Bool {
         try lock.withLock { () throws(SnapshotError) -> Bool in
-            do throws(StoreError) {
+            try SnapshotError.fromStore { () throws(StoreError) -> Bool in
                 guard let old = try oldSecrets.secret(forKey: tokenKey) else { return false }
                 if try secrets.secret(forKey: tokenKey) == nil {
                     try secrets.setSecret(old, forKey: tokenKey)
                     guard try secrets.secret(forKey: tokenKey) == old else {
-                        throw StoreError.unavailable(key: tokenKey, reason: "the moved token did not read back; the old copy is kept")
+                        throw .unavailable(key: tokenKey, reason: "the moved token did not read back; the old copy is kept")
                     }
                 }
                 try oldSecrets.setSecret(nil, forKey: tokenKey)
                 return true
-            } catch {
-                throw .store(error)
             }
         }
     }

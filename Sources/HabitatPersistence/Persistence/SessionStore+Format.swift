@@ -39,7 +39,7 @@ extension SessionStore {
         decoder.dateDecodingStrategy = .secondsSince1970
         // NB: the common case, a snapshot of the current version, decodes in one pass; only
         // when that fails is the version read on its own, to migrate or to report.
-        if let current = try? decoder.decode(VersionedEnvelope.self, from: data), current.version == version {
+        if let current = try? decoder.decode(Envelope.self, from: data), current.version == version {
             return current.payload
         }
         let found: Int
@@ -68,16 +68,10 @@ extension SessionStore {
         }
     }
 
-
     struct VersionProbe: Decodable { var version: Int }
 
-    struct VersionedEnvelope: Decodable {
-        var version: Int
-        var payload: Payload
-    }
-
     /// What is written: `{"version": N, "payload": {...}}`.
-    struct Envelope: Encodable {
+    struct Envelope: Codable {
         var version: Int
         var payload: Payload
     }

@@ -56,11 +56,7 @@ extension SessionStore {
                 var merged = environment
                 merged.setAll(active: snapshot?.session, others: snapshot?.otherAccounts ?? [])
                 let data = try encode(merged, pairID: stored.pairID, others: stored.others.mapValues(\.id))
-                do throws(StoreError) {
-                    try store.setData(data, forKey: key)
-                } catch {
-                    throw .store(error)
-                }
+                try SnapshotError.fromStore { () throws(StoreError) in try store.setData(data, forKey: key) }
                 return .adopted(merged.session, others: merged.otherAccounts, now: snapshot?.known ?? stored)
             }
             // This stack's own change is saved, merged with what changed elsewhere meanwhile.
@@ -127,16 +123,12 @@ extension SessionStore {
     }
 
     private func storedPairLocked() throws(SnapshotError) -> KnownSession {
-        do throws(StoreError) {
-            let record = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
-            let newest = record?.tokens.first
-            return KnownSession(
-                pairID: newest?.id, secret: newest?.secret,
-                others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") },
-                active: newest == nil ? nil : record?.account ?? ""
-            )
-        } catch {
-            throw .store(error)
-        }
+        let record = TokenRecord.decode(try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey) })
+        let newest = record?.tokens.first
+        return KnownSession(
+            pairID: newest?.id, secret: newest?.secret,
+            others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") },
+            active: newest == nil ? nil : record?.account ?? ""
+        )
     }
 }

@@ -169,13 +169,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
     public func clear() throws(SnapshotError) {
         try lock.withLock { () throws(SnapshotError) in
-            do throws(StoreError) {
+            try SnapshotError.fromStore { () throws(StoreError) in
                 let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.others ?? [:]
                 for name in index.keys { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
                 try secrets.setSecret(nil, forKey: tokenKey)
                 try store.removeValue(forKey: key)
-            } catch {
-                throw .store(error)
             }
         }
     }
@@ -236,12 +234,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     }
 
     func loadLocked(secretsReadable: Bool = false) throws(SnapshotError) -> SessionSnapshot<App>? {
-        let stored: Data?
-        do {
-            stored = try store.data(forKey: key)
-        } catch {
-            throw .store(error)
-        }
+        let stored = try SnapshotError.fromStore { () throws(StoreError) in try store.data(forKey: key) }
         let payload: Payload?
         do throws(SnapshotError) {
             payload = try stored.map { (data) throws(SnapshotError) in try decodePayload(data) }

@@ -37,3 +37,10 @@ extension SnapshotError: LocalizedError {
     /// The same one-line message as `description`, so `localizedDescription` shows it too.
     public var errorDescription: String? { description }
 }
+
+extension SnapshotError {
+    /// Runs `body`, a call to a store, its error a ``store(_:)`` error.
+    static func fromStore<R>(_ body: () throws(StoreError) -> R) throws(SnapshotError) -> R {
+        do { return try body() } catch { throw .store(error) }
+    }
+}
