@@ -97,10 +97,10 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ) {
         let context = EnvironmentContext.current
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
-        let environment = LiveBase(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
-        self.live = environment
+        let base = LiveBase(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
+        self.live = base
         if context == .preview {
-            root = StackState(stackID: id, base: preview() ?? environment.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
+            root = StackState(stackID: id, base: preview() ?? base.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
         } else {
             root = StackState(stackID: id, emptyBaseOrigin: FrameOrigin(.base, fileID: fileID, line: line))
             // One scope that never ends, until the base is built (for good, in a test run): every
