@@ -126,6 +126,10 @@ import Testing
                 return .publishes(.logout, saves: true)
             case .storeChanged(let stored, let storedOthers, let replacing):
                 guard active?.token.secret == replacing else { return .superseded }
+                let theirs = (stored.map { [$0] } ?? []) + storedOthers
+                if (active == nil) == (stored == nil), all.map(\.token) == theirs.map(\.token), all.map(\.user.id) == theirs.map(\.user.id) {
+                    return .unchanged
+                }
                 take(stored, storedOthers)
                 return .publishes(.storeChanged, saves: false)
             }

@@ -157,6 +157,20 @@ extension SessionMachine.Event where App.Config: DefaultConfig {
         let changedHere = Machine.step(from: UserSession(user: .grace, token: rotated, state: .authenticated), on: .storeChanged(nil, others: [], replacing: token.secret))
         #expect(changedHere.outcome == .superseded, "a change made here since wins")
     }
+
+    /// A stack's follower can see the stack's own save before the stack records that it made it:
+    /// the store holds the stack's accounts, read back `restored`. Nothing to take: no change is
+    /// published, and the stack's session stays `authenticated`.
+    @Test func aChangeFromTheStoreThatHoldsWhatTheStackHoldsIsNoChange() {
+        let own = UserSession(user: TestUser.ada, token: token, state: .authenticated)
+        let readBack = UserSession(user: TestUser.ada, token: token, state: .restored)
+        let seen = Machine.step(from: own, on: .storeChanged(readBack, others: [], replacing: token.secret))
+        #expect(seen.outcome == .unchanged)
+        #expect(seen.session?.state == .authenticated)
+        #expect(Machine.step(from: nil, on: .storeChanged(nil, others: [], replacing: nil)).outcome == .unchanged, "signed out here and there")
+        let renewed = UserSession(user: TestUser.ada, token: rotated, state: .restored)
+        #expect(Machine.step(from: own, on: .storeChanged(renewed, others: [], replacing: token.secret)).outcome == .applied, "another token is a change")
+    }
 }
 
 /// The several-accounts rows of the table, driven directly: the other accounts are changed in
@@ -231,6 +245,17 @@ extension SessionMachine.Event where App.Config: DefaultConfig {
         environment.otherAccounts = [grace, ada, newerGrace, alan]
         #expect(environment.otherAccounts == [grace, alan])
         #expect(environment.accounts.map(\.user.id) == ["ada", "grace", "alan"])
+    }
+
+    @Test func theAccountsHeldAreTheSameAccountsWithTheSameTokensInOrderWhateverTheirState() {
+        var environment = HabitatEnvironment<AccountsApp>(services: MemberServices(), session: ada)
+        environment.otherAccounts = [grace, alan]
+        let readBack = UserSession(user: Member.grace, token: grace.token, state: .restored)
+        #expect(environment.holds(active: ada, others: [readBack, alan]))
+        #expect(!environment.holds(active: ada, others: [alan, grace]), "another order")
+        #expect(!environment.holds(active: ada, others: [grace]), "an account fewer")
+        #expect(!environment.holds(active: ada, others: [UserSession(user: Member.grace, token: memberToken(.grace, 9)), alan]), "another token")
+        #expect(!environment.holds(active: nil, others: [ada, grace, alan]), "none active")
     }
 
     @Test func settingTheActiveSessionSignsOutItsOtherSession() {

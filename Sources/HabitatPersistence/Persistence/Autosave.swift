@@ -256,10 +256,13 @@ extension EnvironmentStack {
 
     /// Takes the store's accounts (`stored` active, `others` beside it) if the stack's session
     /// is still the one (token `replacing`) the store moved past; a change made since wins.
-    /// Returns whether it took them.
+    /// Returns whether the stack holds the store's accounts now: taken, or held already.
     @discardableResult
     func adoptStoredSession(_ stored: UserSession<App.User>?, others: [UserSession<App.User>], replacing: String?) -> Bool {
-        run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line).isApplied
+        switch run(.storeChanged(stored, others: others, replacing: replacing), on: filledRoot, fileID: #fileID, line: #line) {
+        case .applied, .unchanged: true
+        case .superseded, .refused: false
+        }
     }
 
     /// Where to save after session and configuration changes, if anywhere.

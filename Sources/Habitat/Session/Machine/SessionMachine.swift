@@ -158,10 +158,12 @@ package enum SessionMachine<App: EnvironmentSchema> {
                 return environment.activeSession == nil ? .unchanged : .superseded
             }
             environment.remove(at: position)
-        // the state whose token the store replaced -> what the store holds now; else superseded
-        // (a change made here since wins).
+        // the state whose token the store replaced -> what the store holds now; the accounts the
+        // store holds already (this stack's own save, seen before it recorded it) -> unchanged;
+        // else superseded (a change made here since wins).
         case .storeChanged(let stored, let others, let replacing):
             guard environment.activeSession?.token.secret == replacing else { return .superseded }
+            if environment.holds(active: stored, others: others) { return .unchanged }
             environment.setAll(active: stored, others: others)
         }
         environment.applySession()

@@ -72,6 +72,16 @@ extension SignedInAccounts {
     }
 
     /// Whether any account is awaiting its token (``AuthState/awaitingToken``).
+    /// Whether these are the accounts `active` and `others`: the same accounts with the same
+    /// tokens, in the same order. Their states aside: a store reads its sessions back as
+    /// `AuthState.restored`, and a stack that signed in holds them `AuthState.authenticated`.
+    @inlinable
+    package func holds(active: Session?, others: [Session]) -> Bool {
+        func same(_ a: Session, _ b: Session) -> Bool { a.token == b.token && App.accountID(of: a.user) == App.accountID(of: b.user) }
+        let theirs = (active.map { [$0] } ?? []) + others
+        return (activeSession == nil) == (active == nil) && allSessions.count == theirs.count && zip(allSessions, theirs).allSatisfy(same)
+    }
+
     @inlinable
     package var isAwaitingToken: Bool {
         activeSession?.state == .awaitingToken || otherSessions.contains { $0.state == .awaitingToken }
