@@ -126,20 +126,15 @@ package final class CapturedStackReports: Sendable {
     }
 }
 
-/// A report as Swift Testing shows it: its first sentence as the issue's headline (an issue
-/// recorded from an error is headlined with the error, one recorded with a comment only says
-/// "Issue recorded"), and the rest, how to fix it, as the comment.
-struct ContextReport: Error, CustomStringConvertible {
-    let description: String
-    let details: String
+/// A report of Habitat's, as Swift Testing shows it: an issue with the whole message as its
+/// comment ("Issue recorded", then "↳ [Habitat] …"), never an error, which Swift Testing would
+/// headline "Caught error:" as if the test had thrown.
+struct ContextReport {
+    let message: String
 
-    init(_ message: String) {
-        let end = message.range(of: ". ")
-        description = end.map { String(message[..<$0.lowerBound]) } ?? message
-        details = end.map { String(message[$0.upperBound...]) } ?? ""
-    }
+    init(_ message: String) { self.message = message }
 
     func record(at location: SourceLocation) {
-        Issue.record(self, details.isEmpty ? nil : Comment(rawValue: details), sourceLocation: location)
+        Issue.record(Comment(rawValue: "[Habitat] " + message), sourceLocation: location)
     }
 }

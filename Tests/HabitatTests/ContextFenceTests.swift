@@ -130,17 +130,18 @@ struct ContextFenceTests {
         #expect(reports.count == 1)
     }
 
-    /// The issue says what happened in its headline (not Swift Testing's generic "Issue
-    /// recorded") and how to fix it in its comment.
-    @Test func aForgottenEnvironmentIsAnIssueHeadlinedWithWhatHappened() {
+    /// The issue is a report, not an error (Swift Testing would headline an error "Caught
+    /// error:", as if the test had thrown): its comment says what happened, then how to fix it.
+    @Test func aForgottenEnvironmentIsAnIssueThatSaysWhatHappened() {
         let stack = EnvironmentStack<GreeterSchema>(live: HabitatEnvironment(services: GreeterServices(greet: { "live \($0)" })))
         withKnownIssue("expected, not a failure: the point of this test is the report") {
             _ = stack.current
         } matching: { issue in
-            let headline = issue.error.map { "\($0)" } ?? ""
-            return headline.hasPrefix("test aForgottenEnvironmentIsAnIssueHeadlinedWithWhatHappened() reached the live environment of the stack made at ")
-                && headline.hasSuffix("no test environment is installed, and the stack names no test environment (`EnvironmentStack(live:test:)`), so the live environment was built")
-                && issue.comments.first?.rawValue.hasPrefix("To fix it, install a test environment with `.environment(stack, services: ...)`") == true
+            let report = issue.comments.first?.rawValue ?? ""
+            return issue.error == nil
+                && report.hasPrefix("[Habitat] test aForgottenEnvironmentIsAnIssueThatSaysWhatHappened() reached the live environment of the stack made at ")
+                && report.contains("no test environment is installed, and the stack names no test environment (`EnvironmentStack(live:test:)`), so the live environment was built. "
+                    + "To fix it, install a test environment with `.environment(stack, services: ...)`")
         }
     }
 

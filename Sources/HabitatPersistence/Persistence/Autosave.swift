@@ -20,17 +20,22 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
         let read: @Sendable () -> HabitatEnvironment<App>?
         /// Takes the stored session, when a save found the store had moved past the stack's.
         let adopt: @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
+        /// Told of each save that landed, with what was saved: a test's ledger, for a stack the
+        /// test made itself.
+        let saved: (@Sendable (SessionStore<App>, HabitatEnvironment<App>) -> Void)?
 
         init(
             sessions: SessionStore<App>,
             onError: @escaping @Sendable (SnapshotError) -> Void,
             read: @escaping @Sendable () -> HabitatEnvironment<App>?,
-            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
+            adopt: @escaping @Sendable (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool,
+            saved: (@Sendable (SessionStore<App>, HabitatEnvironment<App>) -> Void)? = nil
         ) {
             self.sessions = sessions
             self.onError = onError
             self.read = read
             self.adopt = adopt
+            self.saved = saved
         }
     }
 
@@ -64,8 +69,9 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
     /// test's scope, the test's own autosave, saved at once to the test's storage and recorded.
     func didTransition(on stack: EnvironmentStack<App>) {
         guard stack.scopedStateUnretained() == nil else {
-            if let storage = TestStorage<App>.current, let target = storage.autosaveTarget(self), (try? target.save(stack.current)) != nil {
-                storage.recordSave(to: target)
+            let environment = stack.current
+            if let storage = TestStorage<App>.current, let target = storage.autosaveTarget(self), (try? target.save(environment)) != nil {
+                storage.recordSave(to: target, of: environment)
             }
             return
         }
@@ -129,8 +135,9 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
                 return
             }
             do throws(SnapshotError) {
-                try save(next.read, to: next.sessions, adopt: next.adopt)
+                let environment = try save(next.read, to: next.sessions, adopt: next.adopt)
                 state.withLock { $0.failure = nil }
+                if let environment { next.saved?(next.sessions, environment) }
             } catch {
                 state.withLock { $0.failure = error }
                 next.onError(error)
@@ -140,12 +147,13 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
 
     /// Saves the environment `read` returns (nothing when it returns `nil`) knowing what the stack
     /// last saw of the store; a save the store has moved past hands the stored session to `adopt`
-    /// instead.
+    /// instead. Returns the environment it saved, if any.
+    @discardableResult
     func save(
         _ read: () -> HabitatEnvironment<App>?,
         to sessions: SessionStore<App>,
         adopt: (_ stored: UserSession<App.User>?, _ others: [UserSession<App.User>], _ replacing: String?) -> Bool
-    ) throws(SnapshotError) {
+    ) throws(SnapshotError) -> HabitatEnvironment<App>? {
         // NB: the knowledge first, then the environment. The follower and the restore record what
         // they saw of the store only after the stack took it, so an environment read after the
         // knowledge is never older than it. Read the other way round, a follower adopting a
@@ -153,7 +161,7 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
         // wrote it back over the refresh (seen once in CI: AccountProcessTests, under the thread
         // sanitizer); recorded the other way round, so did a save between the two.
         let known = knowledge
-        guard let environment = read() else { return }
+        guard let environment = read() else { return nil }
         switch try sessions.save(environment, known: known) {
         case .saved(let now):
             if let now { knowledge = now }
@@ -165,6 +173,7 @@ final class Autosave<App: EnvironmentSchema>: TransitionListener {
             // AccountProcessTests). Knowing the older store, that save merges again.
             if adopt(stored, others, environment.session?.token.secret) { knowledge = now }
         }
+        return environment
     }
 
     /// What the stack knows its store holds.
@@ -227,13 +236,23 @@ extension EnvironmentStack {
         to sessions: SessionStore<App>,
         onError: @escaping @Sendable (SnapshotError) -> Void = { _ in }
     ) {
-        // In a test's scope, autosave is the test's: it saves to the test's own storage.
-        if let storage = TestStorage<App>.current { return storage.enableAutosave(on: autosave, to: storage.resolve(sessions)) }
+        let storage = TestStorage<App>.current
+        // NB: in a test's scope on this stack, autosave is the test's: it saves the scope's
+        // changes at once, to the test's own storage. A stack the calling task has no scope on
+        // (one the test made itself) autosaves as in the app, to the store the test's storage
+        // gives for `sessions`: the stack's changes happen outside any scope, where the test's
+        // autosave never looks (a test's own stack saved nothing that way: issue 58).
+        if let storage, scopedStateUnretained() != nil {
+            return storage.enableAutosave(on: autosave, to: storage.resolve(sessions))
+        }
+        var saved: (@Sendable (SessionStore<App>, HabitatEnvironment<App>) -> Void)?
+        if let storage { saved = { sessions, environment in storage.recordSave(to: sessions, of: environment) } }
         // NB: weak, as the stack owns its autosave.
         autosave.enable(.init(
-            sessions: sessions, onError: onError,
+            sessions: storage?.resolve(sessions) ?? sessions, onError: onError,
             read: { [weak self] in self?.filledRoot.topEnvironment },
-            adopt: { [weak self] stored, others, replacing in self?.adoptStoredSession(stored, others: others, replacing: replacing) ?? false }
+            adopt: { [weak self] stored, others, replacing in self?.adoptStoredSession(stored, others: others, replacing: replacing) ?? false },
+            saved: saved
         ))
     }
 

@@ -42,9 +42,17 @@ package final class TestStorage<App: EnvironmentSchema>: Sendable {
         state.withLock { $0.entries.append(entry) }
     }
 
-    /// Records a save to `sessions`: what it holds now.
-    func recordSave(to sessions: SessionStore<App>) {
-        record(.saved((try? sessions.load()) ?? nil))
+    /// Records a save of `environment` to `sessions`: what the store holds now, each session in
+    /// the state the stack saved it in (a load alone says `restored`, even right after a login).
+    func recordSave(to sessions: SessionStore<App>, of environment: HabitatEnvironment<App>) {
+        guard var snapshot = (try? sessions.load()) ?? nil else { return record(.saved(nil)) }
+        func stateSaved(_ session: inout UserSession<App.User>) {
+            let saved = ([environment.session].compactMap { $0 } + environment.otherAccounts).first { $0.token == session.token }
+            if let saved { session.state = saved.state }
+        }
+        if snapshot.session != nil { stateSaved(&snapshot.session!) }
+        for index in snapshot.otherAccounts.indices { stateSaved(&snapshot.otherAccounts[index]) }
+        record(.saved(snapshot))
     }
 
     /// Turns the test's autosave on for the stack that owns `autosave`, to `sessions`: that

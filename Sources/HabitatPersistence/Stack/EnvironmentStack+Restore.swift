@@ -10,8 +10,9 @@ extension EnvironmentStack {
         // In a test's scope, to the test's own storage (see `TestStorage`).
         if let storage = TestStorage<App>.current {
             let target = storage.resolve(sessions)
-            try target.save(current)
-            return storage.recordSave(to: target)
+            let environment = current
+            try target.save(environment)
+            return storage.recordSave(to: target, of: environment)
         }
         try autosave.save({ current }, to: sessions) { stored, others, replacing in
             adoptStoredSession(stored, others: others, replacing: replacing)
