@@ -41,6 +41,10 @@ let package = Package(
         .testTarget(name: "HabitatTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatPersistenceTesting", "HabitatKeychain", "HabitatOperators"]),
         .testTarget(name: "HabitatTestingTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatPersistenceTesting"]),
         .testTarget(name: "SessionDemoTests", dependencies: ["SessionDemoKit", "SessionDemo"]),
+        // What the systems Habitat replaces (../shared/seeds: ios-oss's AppEnvironment, Cely, an
+        // app context, a session manager, an app manager) promise their users, as scenarios
+        // against Habitat's public API: they guard every later change.
+        .testTarget(name: "SeedScenarioTests", dependencies: ["Habitat", "HabitatPersistence", "HabitatTesting", "HabitatOperators"]),
         // Habitat beside the modules an Apple app imports (stand-ins for Security, SwiftUI,
         // Alamofire...) is checked by a package of its own, Tests/Compatibility, which CI runs.
     ],
