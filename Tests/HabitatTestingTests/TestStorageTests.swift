@@ -113,6 +113,45 @@ let grace = User(id: 2, name: "Grace")
         #expect(ledgerEnvironment.testLedger.saved.map { $0.session?.user } == [grace, grace, nil])
     }
 
+    /// A test of launch code builds the app's stores over the app's real paths: in its scope,
+    /// nothing is created there (the saves go to the test's own store); a write the test makes
+    /// through the store itself creates the directory then.
+    @Test(.environment(ledgerEnvironment, services: Services()))
+    func buildingTheAppsStoresInATestCreatesNothingInTheRealDirectory() async throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("habitat-real-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: parent) }
+        let data = parent.appendingPathComponent("Application Support")
+        let plain = try JSONFileStore(url: data.appendingPathComponent("session.json"))
+        let secrets = try FileSecretStore(directory: data.appendingPathComponent("secrets"))
+        let sessions = SessionStore<LedgerApp>(store: plain, secrets: secrets)
+        #expect(ledgerEnvironment.restoreAtLaunch(from: sessions).snapshot == nil)
+        ledgerEnvironment.enableAutosave(to: sessions)
+        ledgerEnvironment.login(user: ada, token: AuthToken("launch"))
+        try ledgerEnvironment.save(to: sessions)
+        await ledgerEnvironment.flushAutosave()
+        #expect(try plain.data(forKey: "anything") == nil, "a read of a missing directory finds nothing")
+        #expect(try secrets.secret(forKey: "anything") == nil)
+        try secrets.setSecret(nil, forKey: "anything")
+        #expect(!FileManager.default.fileExists(atPath: parent.path), "nothing was created at the app's paths")
+        #expect(ledgerEnvironment.testLedger.saved.last?.session?.user == ada, "the saves went to the test's own store")
+
+        try plain.setData(Data("1".utf8), forKey: "written")
+        try secrets.setSecret(Data("s".utf8), forKey: "written")
+        #expect(try plain.data(forKey: "written") == Data("1".utf8), "the test's own write creates the directory")
+        #expect(try secrets.secret(forKey: "written") == Data("s".utf8))
+        let mode = try FileManager.default.attributesOfItem(atPath: data.appendingPathComponent("secrets").path)[.posixPermissions] as? Int
+        #expect(mode == 0o700, "created owner-only, as the initialiser would have")
+    }
+
+    @Test func outsideATestsScopeBuildingAStoreCreatesItsDirectory() throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("habitat-real-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: parent) }
+        _ = try FileSecretStore(directory: parent.appendingPathComponent("secrets"))
+        _ = try JSONFileStore(url: parent.appendingPathComponent("data/session.json"))
+        #expect(FileManager.default.fileExists(atPath: parent.appendingPathComponent("secrets").path))
+        #expect(FileManager.default.fileExists(atPath: parent.appendingPathComponent("data").path))
+    }
+
     @Test func outsideATestsScopeTheLedgerIsEmpty() {
         #expect(ledgerEnvironment.testLedger.entries.isEmpty)
     }

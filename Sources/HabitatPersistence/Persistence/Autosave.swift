@@ -219,9 +219,10 @@ extension EnvironmentStack {
     /// Pushes, pops and replacements are never saved: they are for tests and previews. Changes
     /// made inside a `withEnvironment(_:operation:)` scope
     /// are never saved either, except in a test's scope made by HabitatTesting's `.environment`
-    /// trait: there, autosave is the test's own and saves each change at once, to `sessions` when
-    /// it is in memory, and to a store of the test's own instead of a file or user defaults
-    /// (HabitatTesting's `testLedger` lists what it saved).
+    /// trait on this stack: there, autosave is the test's own and saves each change at once, to
+    /// `sessions` when it is in memory, and to a store of the test's own instead of a file or
+    /// user defaults (HabitatTesting's `testLedger` lists what it saved). A stack the test made
+    /// itself, called in such a scope, autosaves as in the app, to the same choice of store.
     ///
     /// ```swift
     /// appEnvironment.enableAutosave(to: sessions) { error in

@@ -29,10 +29,14 @@ public final class FileSecretStore: SecretStore {
     public let maximumSecretSize = 64 << 10
     private let directoryPath: String
     /// The directory, opened once and checked: every file is reached through it.
-    private let trusted: TrustedDirectory
+    private let trusted: StoreDirectory
     private let lock = LockedBox(())
 
     /// Opens the secret directory, creating it owner-only when missing.
+    ///
+    /// In a test's scope (HabitatTesting's `.environment` trait) a missing directory is created
+    /// by the first write instead: a test of launch code that builds the app's stores creates
+    /// nothing in the app's real data directory.
     ///
     /// Temporary files that killed writers left in the directory are removed here.
     /// - Parameter directory: Where the secret files live.
@@ -42,9 +46,8 @@ public final class FileSecretStore: SecretStore {
     public init(directory: URL) throws(StoreError) {
         self.directory = directory.standardizedFileURL
         self.directoryPath = self.directory.path
-        let trusted = try TrustedDirectory.open(directoryPath, create: true, forSecrets: true)
-        self.trusted = trusted
-        if FileSystem.hasTemporaries(in: trusted) {
+        self.trusted = try StoreDirectory(directoryPath, create: true, forSecrets: true)
+        if let trusted = trusted.ifOpen, FileSystem.hasTemporaries(in: trusted) {
             // Every writer of this directory writes under `.lock`: under it, every temporary
             // file is a dead writer's, whatever process id it names.
             _ = try? FileSystem.withLock(".lock", in: trusted) { FileSystem.removeStaleTemporaries(in: trusted) }
@@ -67,6 +70,7 @@ public final class FileSecretStore: SecretStore {
     public func secret(forKey key: String) throws(StoreError) -> Data? {
         let name = FileSystem.fileName(for: key)
         return try lock.withLock { () throws(StoreError) in
+            guard let trusted = try trusted.forReading() else { return nil }
             try trusted.check()
             return try FileSystem.read(name, in: trusted, limit: maximumSecretSize)
         }
@@ -78,6 +82,8 @@ public final class FileSecretStore: SecretStore {
             throw .tooLarge(path: path(forKey: key), size: secret.count, limit: maximumSecretSize)
         }
         try lock.withLock { () throws(StoreError) in
+            // NB: removing a secret from a directory that isn't there is nothing to do.
+            guard let trusted = try secret == nil ? trusted.forReading() : trusted.forWriting() else { return }
             try trusted.check()
             try FileSystem.withLock(".lock", in: trusted) { () throws(StoreError) in
                 if let secret {

@@ -54,7 +54,7 @@ public final class JSONFileStore: KeyValueStore {
     private let name: String
     private let lockName: String
     /// The file's directory, opened once and checked: every file is reached through it.
-    private let directory: TrustedDirectory
+    private let directory: StoreDirectory
     private let lock = LockedBox(())
     /// Told after each write: on Apple platforms another process of the device that follows this
     /// file (an app and its extension sharing a container) hears it even where its directory
@@ -94,9 +94,8 @@ public final class JSONFileStore: KeyValueStore {
         self.signal = ChangeSignal(store: self.url.path)
         self.maximumFileSize = maximumFileSize
         try FileSystem.checkNotADirectory(path)
-        let directory = try TrustedDirectory.open(self.url.deletingLastPathComponent().path, create: createDirectory, forSecrets: false)
-        self.directory = directory
-        if FileSystem.hasTemporaries(in: directory) {
+        self.directory = try StoreDirectory(self.url.deletingLastPathComponent().path, create: createDirectory, forSecrets: false)
+        if let directory = directory.ifOpen, FileSystem.hasTemporaries(in: directory) {
             // Under the writers' lock, so no live writer's file is taken for a dead one's. A
             // store that can't take the lock (a read-only directory) leaves them to a writer.
             let name = self.name
@@ -117,6 +116,8 @@ public final class JSONFileStore: KeyValueStore {
     /// - Parameter onChange: Called after a change, on a utility queue.
     /// - Returns: The observation, or `nil` when the kernel refused the watch.
     public func observeChanges(_ onChange: @escaping @Sendable () -> Void) -> StoreObservation? {
+        // NB: a directory a test's scope left for the first write can't be watched yet: poll.
+        guard let directory = directory.ifOpen else { return nil }
         switch DirectoryWatch.start(name, in: directory, onChange: onChange) {
         case .success(let watch):
             #if canImport(Darwin)
@@ -154,9 +155,10 @@ public final class JSONFileStore: KeyValueStore {
             throw .valueTooDeep(key: key, limit: JSONScanner.maximumDepth - Self.valueDepth)
         }
         try lock.withLock { () throws(StoreError) in
+            let directory = try directory.forWriting()
             try directory.check()
             try FileSystem.withLock(lockName, in: directory) { () throws(StoreError) in
-                var entries = try load()
+                var entries = try load(in: directory)
                 for (key, data) in changes { entries[key] = data }
                 let document = try Self.encode(entries)
                 guard document.count <= maximumFileSize else {
@@ -175,16 +177,18 @@ public final class JSONFileStore: KeyValueStore {
         // the old document or the new one, whole. Only a document that fails to decode is read
         // again under the writers' lock before it is judged corrupt and moved aside: it may have
         // been the old file, replaced by a good one a moment ago.
-        guard let data = try FileSystem.read(name, in: directory, limit: maximumFileSize) else { return [:] }
+        guard let directory = try directory.forReading(),
+              let data = try FileSystem.read(name, in: directory, limit: maximumFileSize)
+        else { return [:] }
         if case .success(let entries) = Self.decode(data) { return entries }
         return try lock.withLock { () throws(StoreError) in
-            try FileSystem.withLock(lockName, in: directory) { () throws(StoreError) in try load() }
+            try FileSystem.withLock(lockName, in: directory) { () throws(StoreError) in try load(in: directory) }
         }
     }
 
     /// Reads and decodes the document, moving a corrupt one aside. Call with the file lock held
     /// exclusively.
-    private func load() throws(StoreError) -> [String: Data] {
+    private func load(in directory: TrustedDirectory) throws(StoreError) -> [String: Data] {
         guard let data = try FileSystem.read(name, in: directory, limit: maximumFileSize) else { return [:] }
         switch Self.decode(data) {
         case .success(let entries):

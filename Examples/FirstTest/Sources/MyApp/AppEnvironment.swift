@@ -1,4 +1,4 @@
 import Habitat
 
 /// The app's environment: live in the app, the test's own in each test.
-let appEnvironment = EnvironmentStack(live: AppServices.live)
+let appEnvironment = EnvironmentStack(live: AppServices.live, test: { .failing })

@@ -6,4 +6,4 @@ enum AppSchema: EnvironmentSchema {
 }
 
 /// The app's environment: live in the app, the test's own in each test.
-let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live))
+let appEnvironment = EnvironmentStack<AppSchema>(live: HabitatEnvironment(services: .live), test: { HabitatEnvironment(services: .failing) })

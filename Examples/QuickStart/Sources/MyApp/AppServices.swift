@@ -15,4 +15,12 @@ extension AppServices {
     static var live: AppServices {
         AppServices(api: APIClient(fetchName: { id in "Member \(id)" }))
     }
+
+    /// Services whose every call fails: what a test that installs none gets, instead of `live`.
+    static var failing: AppServices {
+        AppServices(api: APIClient(fetchName: { _ in throw NoTestServices() }))
+    }
 }
+
+/// Thrown by the failing services: the test installed no services of its own.
+struct NoTestServices: Error {}
