@@ -56,6 +56,8 @@ package protocol HabitatTestReporting: SendableMetatype {
     /// `openScopes` scopes of that stack were open in the process; `testEnvironmentInstalled` says
     /// whether the base is the stack's test environment (otherwise it is the live one).
     static func liveBaseReached(stack: String, openScopes: Int, testEnvironmentInstalled: Bool)
+    /// Habitat's code is loaded more than once in this process (see `LoadedCopies`).
+    static func loadedTwice(_ report: String)
 }
 
 /// `HabitatTesting.TestContextReporter`, if the process links `HabitatTesting`.

@@ -96,6 +96,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         line: UInt = #line
     ) {
         let context = EnvironmentContext.current
+        if context == .test { LoadedCopies.check() }
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
         let base = LiveBase(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
         self.live = base

@@ -40,6 +40,7 @@ open class EnvironmentTestCase<App: EnvironmentSchema>: XCTestCase {
 
     /// Runs the test inside a scope of its own on the stack from ``setUpEnvironment()``.
     override open func invokeTest() {
+        LoadedCopies.check()
         guard let (stack, environment) = setUpEnvironment() else {
             reportTestFailure("\(Self.self) must override setUpEnvironment() to run its tests in a scope")
             super.invokeTest()

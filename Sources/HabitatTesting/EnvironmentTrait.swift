@@ -50,6 +50,7 @@ public struct EnvironmentTrait<App: EnvironmentSchema>: TestTrait, SuiteTrait, T
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
+        LoadedCopies.check()
         let name = "\(test.name) (\(test.sourceLocation.fileID):\(test.sourceLocation.line))"
         // NB: a whole environment never reads the stack: in a test run, the stack outside every
         // test's scope is the live environment, which a test must not reach.

@@ -41,6 +41,14 @@ package enum TestContextReporter: HabitatTestReporting {
             reportTestFailure(message)
         }
     }
+
+    package static func loadedTwice(_ report: String) {
+        if let current = Test.current, CapturedTestFailures.current == nil {
+            ContextReport(report).record(at: current.sourceLocation)
+        } else {
+            reportTestFailure(report)
+        }
+    }
 }
 
 /// The reports made so far, so each is made once.

@@ -278,3 +278,12 @@ final class ContextFenceXCTests: XCTestCase {
         XCTAssertEqual(stack.liveBaseBuilds, 0)
     }
 }
+
+/// One copy of Habitat in this test bundle: nothing to report. (Two copies, and the report, are
+/// shown by Tests/LinkedTwice, which needs images of its own.)
+@Suite struct LoadedCopiesTests {
+    @Test func aProcessWithOneCopyHasNoReport() {
+        #expect(LoadedCopies.earlier.isEmpty)
+        #expect(LoadedCopies.report == nil)
+    }
+}

@@ -29,4 +29,8 @@ static inline bool habitat_atomic_cas_ptr(void **p, void *expected, void *desire
   return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
+/// The path of the loaded image (executable or shared library) that holds `address`, or NULL:
+/// to name the images that each hold a copy of Habitat. The string lives as long as the image.
+const char *habitat_image_path(const void *address);
+
 #endif
