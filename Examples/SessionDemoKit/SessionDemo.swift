@@ -181,15 +181,17 @@ public enum SessionDemo {
                     .refreshed(token: api.logIn(name: session.user.name, now: now))
                 }
                 switch outcome {
-                case .refreshed, .refreshedNotSaved:
+                case .refreshed:
                     try stack.save(to: sessions)
                     result.output += "refreshed the session of \(stack.current.currentUser?.name ?? "?"): a new token, authenticated\n"
                 case .notLoggedIn:
                     result.output += "logged out: nothing to refresh\n"
                 case .awaitingToken, .waitingForRotation:
                     result.output += "the token can't be read right now: try again later\n"
-                case .ended, .superseded:
+                case .ended, .superseded, .endedUnconfirmed:
                     result.output += "the session ended\n"
+                case .notSent, .refused:
+                    result.output += "the server couldn't be asked: try again later\n"
                 }
             case .logout:
                 guard rest.count <= 2 else { return usageError("logout takes at most one NAME or --all; unexpected '\(rest[2])'") }

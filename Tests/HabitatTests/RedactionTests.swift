@@ -38,7 +38,7 @@ import Testing
     /// Public types checked below, each holding the secret.
     static let checked: Set<String> = [
         "AuthToken", "UserSession", "HabitatEnvironment", "EnvironmentStack", "EnvironmentChange", "StackFrame",
-        "SessionSnapshot", "LaunchRestore", "SessionRefresh", "SessionRefreshOutcome", "SessionStore",
+        "SessionSnapshot", "LaunchRestore", "SessionRefresh", "SessionRefreshOutcome", "RefreshUnconfirmed", "SessionStore",
         "InMemorySecretStore", "FileSecretStore", "KeychainSecretStore", "SimulatedKeychain", "MockSecretStore",
         "Operation", "StoreError", "SnapshotError",
     ]
@@ -72,7 +72,8 @@ import Testing
         expectRedacted(change)
         expectRedacted(stack.frames)
         expectRedacted(SessionRefresh<TestUser>.refreshed(token: Self.token, user: .ada))
-        expectRedacted(SessionRefreshOutcome.refreshedNotSaved(problem: .store(.unavailable(key: "k", reason: "locked"))))
+        expectRedacted(SessionRefreshOutcome.endedUnconfirmed(.notSaved(problem: .store(.unavailable(key: "k", reason: "locked")))))
+        expectRedacted(RefreshUnconfirmed.notSaved(problem: .store(.unavailable(key: "k", reason: "locked"))))
     }
 
     @Test func snapshotsLaunchesAndSessionStores() throws {

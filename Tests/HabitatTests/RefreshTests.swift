@@ -62,8 +62,8 @@ import Testing
         #expect(stack.current.services.tokenChanges == 2, "login, then one refresh")
     }
 
-    @Test func aFailedRefreshFailsEveryCallerAndChangesNothing() async throws {
-        struct Offline: Error, Equatable {}
+    /// Offline: the request never left, so nothing was spent, and the session stays.
+    @Test func aRefreshThatNeverLeftFailsEveryCallerAndChangesNothing() async throws {
         let (stack, old) = loggedInStack()
         let calls = Counter()
         let release = Gate()
@@ -74,7 +74,7 @@ import Testing
                         return .success(try await stack.refreshSession { _ in
                             calls.increment()
                             await release.wait()
-                            throw Offline()
+                            throw URLError(.cannotConnectToHost)
                         })
                     } catch {
                         return .failure(error)
@@ -86,9 +86,43 @@ import Testing
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(calls.value == 1)
-        #expect(results.allSatisfy { if case .failure(let error) = $0 { error is Offline } else { false } })
+        #expect(results.allSatisfy { if case .failure(let error as URLError) = $0 { error.code == .cannotConnectToHost } else { false } })
         #expect(stack.current.session?.token == old)
         #expect(stack.current.session?.state == .authenticated)
+    }
+
+    /// A refresh whose answer was lost (the connection dropped, an error after the server
+    /// rotated the token) may have spent the token: the session ends for every caller, and the
+    /// token is never sent again.
+    @Test func aLostAnswerEndsTheSessionForEveryCallerAndIsNeverRetried() async throws {
+        struct ConnectionDropped: Error {}
+        let (stack, old) = loggedInStack()
+        let calls = Counter()
+        let release = Gate()
+        let results = await withTaskGroup(of: Result<SessionRefreshOutcome, any Error>.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do {
+                        return .success(try await stack.refreshSession { _ in
+                            calls.increment()
+                            await release.wait()
+                            throw ConnectionDropped()
+                        })
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            await waitForWaiters(19, token: old, on: stack)
+            release.open()
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(calls.value == 1)
+        #expect(results.filter { if case .failure(let error) = $0 { error is ConnectionDropped } else { false } }.count == 1, "the leader throws")
+        #expect(results.filter { if case .success(.ended(expired: false)) = $0 { true } else { false } }.count == 19, "the others hear it ended")
+        #expect(stack.current.session == nil)
+        #expect(await stack.refreshSession { _ in calls.increment(); return .ended } == .notLoggedIn)
+        #expect(calls.value == 1, "never sent again")
     }
 
     @Test func anEndedSessionEndsForEveryCaller() async throws {
@@ -133,13 +167,41 @@ import Testing
         #expect(await leader.value == .refreshed)
     }
 
-    /// When the leading call is cancelled and its refresh throws `CancellationError`, a waiting
-    /// call that wasn't cancelled refreshes itself.
-    @Test func aCancelledLeaderHandsTheRequestOn() async throws {
+    /// A leader cancelled before its request left says so (`.notSent`): nothing was spent,
+    /// whoever waited hears it, the session stays, and a later refresh asks again.
+    @Test func aLeaderCancelledBeforeSendingLeavesTheTokenForTheNextTry() async throws {
         let (stack, old) = loggedInStack()
         let release = Gate()
         let leader = Task {
+            await stack.refreshSession { _ in
+                await release.wait()
+                if Task.isCancelled { return .notSent }
+                return .refreshed(token: AuthToken("never"))
+            }
+        }
+        await waitForWaiters(0, token: old, on: stack)
+        let waiter = Task {
+            await stack.refreshSession { _ in .refreshed(token: AuthToken("not asked")) }
+        }
+        await waitForWaiters(1, token: old, on: stack)
+        leader.cancel()
+        release.open()
+        #expect(await leader.value == .notSent)
+        #expect(await waiter.value == .notSent)
+        #expect(stack.current.session?.token == old)
+        #expect(await stack.refreshSession { _ in .refreshed(token: AuthToken("fresh")) } == .refreshed)
+        #expect(stack.current.session?.token == AuthToken("fresh"))
+    }
+
+    /// A leader cancelled once its request may have left (`CancellationError` from the
+    /// network call) may have spent the token: the session ends, and no waiter sends it again.
+    @Test func aLeaderCancelledAfterSendingEndsTheSession() async throws {
+        let (stack, old) = loggedInStack()
+        let release = Gate()
+        let sent = Counter()
+        let leader = Task {
             try await stack.refreshSession { _ in
+                sent.increment()
                 await release.wait()
                 try Task.checkCancellation()
                 return .refreshed(token: AuthToken("never"))
@@ -147,14 +209,18 @@ import Testing
         }
         await waitForWaiters(0, token: old, on: stack)
         let waiter = Task {
-            await stack.refreshSession { _ in .refreshed(token: AuthToken("fresh")) }
+            await stack.refreshSession { _ in
+                sent.increment()
+                return .refreshed(token: AuthToken("fresh"))
+            }
         }
         await waitForWaiters(1, token: old, on: stack)
         leader.cancel()
         release.open()
         await #expect(throws: CancellationError.self) { try await leader.value }
-        #expect(await waiter.value == .refreshed)
-        #expect(stack.current.session?.token == AuthToken("fresh"))
+        #expect(await waiter.value == .ended(expired: false))
+        #expect(sent.value == 1)
+        #expect(stack.current.session == nil)
     }
 
     /// Scopes are environments of their own: two scopes with the same token each make their request.

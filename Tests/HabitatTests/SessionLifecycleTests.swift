@@ -169,11 +169,11 @@ import Darwin
 
     @Test func aLeaseEndsAtItsDeadlineOrWithItsProcess() {
         let later = Int(Date().timeIntervalSince1970) + 60
-        #expect(SessionLock.isHeld("\(getpid()) nonce \(later)"), "a live process before its deadline")
-        #expect(!SessionLock.isHeld("\(getpid()) nonce \(later - 120)"), "past its deadline")
-        #expect(!SessionLock.isHeld("999999999 nonce \(later)"), "its process is gone")
-        #expect(!SessionLock.isHeld("garbage"), "not a lease")
-        #expect(!SessionLock.isHeld("\(getpid()) nonce \(later + 3_600)"), "a deadline further away than a lease lasts: planted")
+        #expect(SessionLock(path: nil).isHeld("\(getpid()) nonce \(later)"), "a live process before its deadline")
+        #expect(!SessionLock(path: nil).isHeld("\(getpid()) nonce \(later - 120)"), "past its deadline")
+        #expect(!SessionLock(path: nil).isHeld("999999999 nonce \(later)"), "its process is gone")
+        #expect(!SessionLock(path: nil).isHeld("garbage"), "not a lease")
+        #expect(!SessionLock(path: nil).isHeld("\(getpid()) nonce \(later + 3_600)"), "a deadline further away than a lease lasts: planted")
     }
 
     @Test func twoStacksOnOneStoreShareOneRefresh() async throws {
@@ -204,6 +204,76 @@ import Darwin
         #expect(try sharedSessions(in: directory.url).load()?.session?.token.secret == "rotated")
     }
 
+    /// The app's lease is fenced: a refresh slower than its lease can't have its answer taken
+    /// (another stack may have taken the token's turn), and the other stack, finding the lapsed
+    /// lease naming the same token, doesn't send it either. One upstream call; the session ends.
+    @Test func aRefreshSlowerThanItsLeaseSpendsTheTokenOnceAndEndsTheSession() async throws {
+        let directory = try TemporaryDirectory()
+        func sessions() throws -> SessionStore<TestApp> {
+            SessionStore(
+                store: try JSONFileStore(url: directory.url.appendingPathComponent("session.json")),
+                secrets: try FileSecretStore(directory: directory.url.appendingPathComponent("secrets")),
+                refreshLease: .milliseconds(200)
+            )
+        }
+        try sessions().save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
+        let (slow, other) = (makeStack(), makeStack())
+        for stack in [slow, other] {
+            stack.restoreAtLaunch(from: try sessions())
+            stack.enableAutosave(to: try sessions())
+        }
+        let sent = LockedBox<[String]>([])
+        let started = Gate()
+        let first = Task {
+            await slow.refreshSession { session in
+                sent.withLock { $0.append(session.token.secret) }
+                started.open()
+                try? await Task.sleep(for: .milliseconds(600))
+                return .refreshed(token: AuthToken("late"))
+            }
+        }
+        await started.wait()
+        try await Task.sleep(for: .milliseconds(350))   // the lease has lapsed
+        let second = await other.refreshSession { session in
+            sent.withLock { $0.append(session.token.secret) }
+            return .refreshed(token: AuthToken("second"))
+        }
+        #expect(second == .endedUnconfirmed(.spentElsewhere))
+        #expect(await first.value == .endedUnconfirmed(.leaseLapsed))
+        #expect(sent.withLock { $0 } == ["old"], "the token reached the server once")
+        #expect(slow.current.session == nil && other.current.session == nil)
+        #expect(try sessions().load()?.session == nil, "and no launch restores it")
+    }
+
+    /// A lease beside the store that can't be trusted (its directory writable by others) can't
+    /// keep another process from sending the same token: the refresh asks nothing.
+    @Test func aLeaseThatCantBeTrustedRefusesTheRefresh() async throws {
+        let directory = try TemporaryDirectory()
+        let open = directory.url.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: open.path)
+        let sessions = SessionStore<TestApp>(
+            store: try JSONFileStore(url: directory.url.appendingPathComponent("session.json")),
+            secrets: try FileSecretStore(directory: directory.url.appendingPathComponent("secrets")),
+            lockFile: open.appendingPathComponent("session.lock")
+        )
+        let stack = makeStack()
+        stack.login(user: .ada, token: AuthToken("t"))
+        stack.enableAutosave(to: sessions)
+        let calls = Counter()
+        let outcome = await stack.refreshSession { _ in
+            calls.increment()
+            return .refreshed(token: AuthToken("t2"))
+        }
+        guard case .refused(.store(.untrustedDirectory(let path, _))) = outcome else {
+            Issue.record("expected refused with the untrusted directory, got \(outcome)")
+            return
+        }
+        #expect(path == open.path)
+        #expect(calls.value == 0)
+        #expect(stack.current.session?.token == AuthToken("t"), "nothing was spent: the session stays")
+    }
+
     @Test(.enabled(if: canRunFixtures))
     func twoProcessesShareOneRefresh() async throws {
         try await offThePool {
@@ -217,27 +287,44 @@ import Darwin
         }
     }
 
-    /// A process refreshing in a loop is killed at random moments, 30 times: the next launch
-    /// always finds a session, with the token of the last refresh it acknowledged or the one
-    /// in flight.
+    /// A process refreshing in a loop is killed at random moments, 30 times, and started again:
+    /// no refresh token ever reaches the server twice. A kill mid-refresh leaves the lease naming
+    /// the token in flight, and the next process ends the session rather than send it again (the
+    /// user signs in again: here, a new session is saved). Otherwise the next launch finds the
+    /// token of the last refresh it acknowledged, or the one in flight.
     @Test(.enabled(if: canRunFixtures))
-    func aKillDuringARefreshLeavesTheOldTokenOrTheNew() async throws {
+    func aKillDuringARefreshNeverSendsATokenTwice() async throws {
         try await offThePool {
             let directory = try TemporaryDirectory()
-            try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("token-0"))))
-            var last = 0
+            let log = directory.url.appendingPathComponent("server.log").path
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+            var last: Int?
+            var endings = 0
             for round in 1...30 {
                 let first = round * 10_000
-                let process = sessionWorker("refresh-loop", directory.path, "\(first)")
+                if try sharedSessions(in: directory.url).load()?.session == nil {
+                    // Signed in again, with a token never sent.
+                    try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("signed-in-\(round)"))))
+                    last = nil
+                }
+                let process = sessionWorker("refresh-loop", directory.path, "\(first)", log)
                 let printed = try killAfterFirstOutput(process, plus: UInt32.random(in: 0..<10_000))
-                #expect(process.terminationReason == .uncaughtSignal, "kill \(round)")
+                if printed.hasPrefix("ended") {
+                    endings += 1
+                    #expect(printed.contains("spentElsewhere"), "round \(round): \(printed)")
+                    continue
+                }
                 let acknowledged = printed.split(separator: "\n").compactMap { $0.hasPrefix("refreshed ") ? Int($0.dropFirst(10)) : nil }.last
-                let session = try #require(try sharedSessions(in: directory.url).load()?.session, "kill \(round): never no session")
+                guard let session = try sharedSessions(in: directory.url).load()?.session, session.token.secret.hasPrefix("token-") else { continue }
                 let number = try #require(Int(session.token.secret.dropFirst("token-".count)), "kill \(round): \(session.token)")
                 let expected = acknowledged ?? last
-                #expect(number == expected || number == (acknowledged.map { $0 + 1 } ?? first), "kill \(round): token-\(number), acknowledged \(expected)")
+                #expect(number == expected || number == (acknowledged.map { $0 + 1 } ?? first), "kill \(round): token-\(number), acknowledged \(expected.map(String.init) ?? "none")")
                 last = number
             }
+            let sent = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+            let twice = Dictionary(grouping: sent, by: { $0 }).filter { $0.value.count > 1 }.keys
+            #expect(twice.isEmpty, "sent twice: \(twice.sorted())")
+            #expect(sent.count > 30, "the loop refreshed: \(sent.count) sent, \(endings) sessions ended")
         }
     }
 }

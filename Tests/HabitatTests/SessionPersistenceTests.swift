@@ -353,13 +353,23 @@ func rewriteConfig(_ data: Data, _ change: (inout [String: Any]) -> Void) throws
         #expect(stack.current.session == nil)
     }
 
-    @Test func aFailingRefreshChangesNothing() async throws {
-        struct Offline: Error {}
+    @Test func aRefreshThatNeverLeftChangesNothing() async throws {
         let stack = try restoredStack()
-        await #expect(throws: Offline.self) {
-            try await stack.refreshSession { _ in throw Offline() }
+        await #expect(throws: URLError.self) {
+            try await stack.refreshSession { _ in throw URLError(.notConnectedToInternet) }
         }
         #expect(stack.current.session?.state == .restored)
+        #expect(await stack.refreshSession { _ in .notSent } == .notSent)
+        #expect(stack.current.session?.state == .restored, "not confirmed, not ended")
+    }
+
+    @Test func aRefreshWhoseAnswerWasLostEndsTheSession() async throws {
+        struct ConnectionDropped: Error {}
+        let stack = try restoredStack()
+        await #expect(throws: ConnectionDropped.self) {
+            try await stack.refreshSession { _ in throw ConnectionDropped() }
+        }
+        #expect(stack.current.session == nil, "the token may be spent: never sent again")
     }
 
     @Test func autosaveSavesTransitionsButNeverPushesPopsOrScopes() async throws {

@@ -11,8 +11,10 @@
 //                                      once START exists, ask for a refresh until the app's
 //                                      rotated token arrives (a refresh it made itself would
 //                                      append to LOG); print the token it ends with
-//     refresh-loop DIR FIRST           restore, then refresh forever, the n-th refresh getting
-//                                      "token-(FIRST + n)"; print "refreshed N" once it is saved
+//     refresh-loop DIR FIRST LOG       restore, then refresh forever, each refresh appending
+//                                      "sent TOKEN" to LOG (the server) and the n-th getting
+//                                      "token-(FIRST + n)"; print "refreshed N" once it is saved,
+//                                      or "ended OUTCOME" and exit when the session ended
 //     logout DIR                       restore DIR's session and log out, saving before exit;
 //                                      print "logged out"
 //     sign-in-out-loop DIR FIRST       sign user FIRST in, save, log out, save, then FIRST + 1...
@@ -119,16 +121,23 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
                 try await Task.sleep(for: .milliseconds(2))
             }
             print(stack.current.session?.token.secret ?? "none")
-        case ("refresh-loop", 3):
+        case ("refresh-loop", 4):
             let first = try #require(Int(arguments[2]))
+            let log = arguments[3]
             let stack = makeStack()
             let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
             try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
             stack.enableAutosave(to: sessions)
             for n in first... {
-                _ = await stack.refreshSession { _ in
+                let outcome = await stack.refreshSession { session in
+                    // The server receives the refresh token here, and rotates it.
+                    try? appendLine("sent \(session.token.secret)", to: log)
                     usleep(UInt32.random(in: 0..<2_000))
                     return .refreshed(token: AuthToken("token-\(n)"))
+                }
+                guard outcome == .refreshed else {
+                    FileHandle.standardOutput.write(Data("ended \(outcome)\n".utf8))
+                    exit(0)
                 }
                 FileHandle.standardOutput.write(Data("refreshed \(n)\n".utf8))
             }

@@ -25,7 +25,17 @@ extension SessionStore {
             if environment.isAwaitingToken {
                 return nil
             }
-            let storedData = try secrets.secret(forKey: tokenKey)
+            let storedData: Data?
+            do throws(StoreError) {
+                storedData = try secrets.secret(forKey: tokenKey)
+            } catch {
+                // NB: signing every account out stands even when the secrets can't be read (a
+                // locked keychain): the snapshot says nobody is signed in, and a later load that
+                // can delete them discards the tokens it no longer names.
+                guard environment.session == nil, environment.otherAccounts.isEmpty else { throw error }
+                try store.setData(try encode(environment, pairID: nil, others: [:]), forKey: key)
+                throw error
+            }
             let stored = TokenRecord.decode(storedData)
             let storedIndex = stored?.others ?? [:]
             let activeName = environment.session.map { App.accountID(of: $0.user) }

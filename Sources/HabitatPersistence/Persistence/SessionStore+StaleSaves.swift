@@ -21,6 +21,9 @@ struct KnownSession: Sendable, Equatable {
         guard let other else { return false }
         return pairID == other.pairID && others.mapValues(\.id) == other.others.mapValues(\.id)
     }
+
+    /// The pairing identifiers, as `SessionStore.snapshotPairs()` lists a snapshot's.
+    var pairs: [String?] { [pairID] + others.sorted { $0.key < $1.key }.map { Optional($0.value.id) } }
 }
 
 // NB: it holds the token, and a `SessionSnapshot` holds it: no printing path (`print`,
@@ -49,7 +52,15 @@ extension SessionStore {
     func save(_ environment: HabitatEnvironment<App>, known: KnownSession?) throws(SnapshotError) -> SaveOutcome<App> {
         try lock.withLock { () throws(SnapshotError) -> SaveOutcome<App> in
             guard let known, environment.session?.state != .awaitingToken else { return .saved(now: try saveLocked(environment)) }
-            let stored = try storedPairLocked()
+            let stored: KnownSession
+            do throws(SnapshotError) {
+                stored = try storedPairLocked()
+            } catch {
+                // The secrets can't be read (a locked keychain). A sign-out of every account
+                // still stands when the snapshot is the one this stack knew: nobody changed it.
+                guard environment.session == nil, environment.otherAccounts.isEmpty, try snapshotPairs() == known.pairs else { throw error }
+                return .saved(now: try saveLocked(environment))
+            }
             if stored.samePairs(known) { return .saved(now: try saveLocked(environment)) }
             if movedPast(known, stored: stored, by: environment) {
                 let snapshot = try loadLocked(secretsReadable: true)
@@ -120,6 +131,14 @@ extension SessionStore {
     /// The pair the store holds now: the token record's newest entry, without a full load.
     func storedPair() throws(SnapshotError) -> KnownSession {
         try lock.withLock { () throws(SnapshotError) -> KnownSession in try storedPairLocked() }
+    }
+
+    /// The pairing identifiers the saved snapshot names (the active account's, then the others'
+    /// by name), read without the secrets; `nil` when nothing is saved.
+    private func snapshotPairs() throws(SnapshotError) -> [String?]? {
+        guard let data = try SnapshotError.fromStore({ () throws(StoreError) in try store.data(forKey: key) }) else { return nil }
+        let payload = try decodePayload(data)
+        return [payload.session?.pairID] + (payload.accounts ?? []).sorted { ($0.account ?? "") < ($1.account ?? "") }.map(\.pairID)
     }
 
     private func storedPairLocked() throws(SnapshotError) -> KnownSession {

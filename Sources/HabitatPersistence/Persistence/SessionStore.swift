@@ -72,6 +72,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///     waits for the app to rotate the token (see <doc:PersistenceAndSessions>).
     ///   - accountData: Where `accountData(for:)` keeps each account's data; `store` by
     ///     default.
+    ///   - refreshLease: How long a refresh may hold its lease beside `lockFile`; a minute by
+    ///     default. A refresh that outlives it ends the session rather than keep a token it may
+    ///     have spent (see `refreshSession(account:using:)`).
     public init(
         store: any KeyValueStore,
         secrets: any SecretStore,
@@ -81,7 +84,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         lockFile: URL? = nil,
         discardsUnpairedSecrets: Bool = true,
         refreshesTokens: Bool = true,
-        accountData: (any KeyValueStore)? = nil
+        accountData: (any KeyValueStore)? = nil,
+        refreshLease: Duration = .seconds(60)
     ) {
         self.store = store
         self.secrets = secrets
@@ -93,7 +97,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         self.discardsUnpairedSecrets = discardsUnpairedSecrets
         self.refreshesTokens = refreshesTokens
         self.accountDataStore = accountData ?? store
-        lock = SessionLock(path: lockFile?.path)
+        lock = SessionLock(path: lockFile?.path, leaseDuration: refreshLease)
     }
 
     /// A session store that keeps everything in memory, for tests and previews.

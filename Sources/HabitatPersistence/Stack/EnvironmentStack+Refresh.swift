@@ -25,23 +25,44 @@ extension EnvironmentStack {
     /// refresh. While one call refreshes a session, every other call for the same session and
     /// the same stack (or the same scope) waits for it instead of calling its own `refresh`, and
     /// then returns the same outcome. The answer is applied, and saved when autosave is on,
-    /// before any of them resumes. When the leading `refresh` throws, the waiting calls throw
-    /// the same error if their own `refresh` could throw it; otherwise (and when the leader was
-    /// cancelled) the next one refreshes. A waiting call that is cancelled keeps waiting: the
-    /// request it shares goes on for the others.
+    /// before any of them resumes. A waiting call that is cancelled keeps waiting: the request
+    /// it shares goes on for the others.
+    ///
+    /// **A refresh token is sent at most once.** Once a request may have reached the server,
+    /// any end but "new tokens received and saved" ends the session instead of keeping a token
+    /// that may be spent (the user signs in again; a rotating server would otherwise take the
+    /// reuse for theft and revoke every session of the user):
+    /// - `refresh` throws: the session ends and the call throws the error; the calls that waited
+    ///   hear ``SessionRefreshOutcome/ended(expired:)``. Unless the request provably never left:
+    ///   `refresh` returns `SessionRefresh.notSent`, or throws a `URLError` of no connection
+    ///   (`.notConnectedToInternet`, `.cannotFindHost`, `.cannotConnectToHost`,
+    ///   `.dnsLookupFailed`, `.dataNotAllowed`...): then nothing changes, the waiting calls
+    ///   throw the same error if their own `refresh` could throw it (otherwise the next one
+    ///   asks), and a later refresh may try again. An app must not sign its user out for being
+    ///   offline: say `.notSent` whenever you know the request didn't leave (a check of
+    ///   cancellation before the call, say).
+    /// - The new token can't be saved (autosave on, a locked secret store):
+    ///   ``SessionRefreshOutcome/endedUnconfirmed(_:)`` with
+    ///   ``RefreshUnconfirmed/notSaved(problem:)``; a relaunch would otherwise send the old token
+    ///   again.
+    /// - The refresh outlived its lease (below): ``RefreshUnconfirmed/leaseLapsed``.
     ///
     /// **Across processes.** With autosave on, stacks and processes that save to the same
-    /// session store take turns too, on a lock file beside it (``SessionStore/lockFile``). The
-    /// one whose turn it is re-reads the store first, and when another refreshed meanwhile, it
-    /// takes the token that one saved instead of calling `refresh`.
+    /// session store take turns too, by a lease beside its lock file (``SessionStore/lockFile``;
+    /// the store's `refreshLease` says how long it lasts, a minute by default). The one whose
+    /// turn it is re-reads the store first, and when another refreshed meanwhile, it takes the
+    /// token that one saved instead of calling `refresh`. The lease names the token it spends
+    /// (by a fingerprint, never the token), and is handed back only when the token wasn't sent
+    /// or its successor is saved: a refresher that finds a lapsed lease naming its own token (its
+    /// holder killed, suspended, or slower than the lease, or a session that ended) ends the
+    /// session instead of sending the token again (``RefreshUnconfirmed/spentElsewhere``), and
+    /// a holder whose lease lapsed while it waited for the server drops the answer. A lease
+    /// beside a store whose directory can't be trusted (others may write it) fails closed:
+    /// ``SessionRefreshOutcome/refused(problem:)``, and nothing is asked.
     ///
     /// A session `AuthState.awaitingToken` is completed from the autosave store first; while
     /// its token still can't be read, nothing is asked and the outcome is
     /// ``SessionRefreshOutcome/awaitingToken``.
-    ///
-    /// **Saving.** With autosave on, a new token that could not be saved (a locked secret store)
-    /// gives ``SessionRefreshOutcome/refreshedNotSaved(problem:)``: it is in use, and saved with
-    /// the next change or at `protectedDataDidBecomeAvailable(for:)`.
     ///
     /// **Extensions.** When the autosave store was made with `refreshesTokens: false` (an app
     /// extension's), `refresh` is never called: the outcome is ``SessionRefreshOutcome/refreshed``
@@ -74,8 +95,8 @@ extension EnvironmentStack {
     ///   - refresh: Asks the server about the session.
     /// - Returns: What happened; ``SessionRefreshOutcome/notLoggedIn`` when no account (with
     ///   that name) is signed in.
-    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for); the stack is
-    ///   unchanged then.
+    /// - Throws: Whatever `refresh` throws (this call's, or the one it waited for). The session
+    ///   has ended then, unless the error says the request never left (see above).
     public func refreshSession<E: Error>(
         account name: String? = nil,
         isolation: isolated (any Actor)? = #isolation,
@@ -142,12 +163,22 @@ extension EnvironmentStack {
         // Other processes and stacks that share the saved session take turns too, and one that
         // refreshed while this one waited has saved the token it got.
         let shared = holdsToken ? sharedSessions() : nil
-        let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user))
+        let turn = await beginSharedRefresh(shared, account: App.accountID(of: session.user), token: session.token)
         let reader = readOnlySessions()
         var landing: Result<SessionRefresh<App.User>, any Error>?
+        // NB: the lease is handed back only when the token wasn't sent, or its successor is
+        // saved; otherwise it stays, naming the token, so that no one sends it again.
+        var release = true
         defer {
-            shared?.lock.endRefresh(turn)
+            if case .held(let lease) = turn { shared?.lock.endRefresh(lease, release: release) }
             refreshes.land(key, with: landing)
+        }
+        switch turn {
+        case .refused(let problem): return .refused(problem: .store(problem))
+        case .spent:
+            landing = .success(.ended)
+            return await endUnconfirmed(session, because: .spentElsewhere, at: site)
+        case .held, .unshared: break
         }
         let step = SessionMachine<App>.leadStep(
             holdsToken: holdsToken,
@@ -160,21 +191,49 @@ extension EnvironmentStack {
         case .waitForRotation: return .waitingForRotation
         case .adopt(let rotated): answer = rotated
         case .ask:
+            release = false
             do throws(E) {
                 answer = try await refresh(session)
             } catch {
                 landing = .failure(error)
+                release = SessionRefresh<App.User>.neverSent(error)
+                // NB: a request that may have reached the server may have spent the token: the
+                // session ends, and whoever waited hears it ended.
+                if !release {
+                    landing = .success(.ended)
+                    _ = await endUnconfirmed(session, because: .answerLost, at: site)
+                }
                 throw error
             }
         }
-        var outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
+        landing = .success(answer)
+        if case .notSent = answer { release = true }
+        if case .held(let lease) = turn, case .refreshed = answer, shared?.lock.holds(lease) != true {
+            landing = .success(.ended)
+            return await endUnconfirmed(session, because: .leaseLapsed, at: site)
+        }
+        let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
         // The new token is on disk before anyone who waited for it resumes.
         await autosave.flush()
-        if outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure {
-            outcome = .refreshedNotSaved(problem: problem)
+        guard outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure else {
+            release = release || outcome == .refreshed
+            return outcome
         }
-        landing = .success(answer)
-        return outcome
+        // New tokens that can't be kept: a relaunch would send the spent one again.
+        landing = .success(.ended)
+        return await endUnconfirmed(current.session(named: name) ?? session, because: .notSaved(problem: problem), at: site)
+    }
+
+    /// Ends `session` because its refresh may have spent its token without this stack keeping
+    /// a new one, and saves that (with autosave on) before anyone who waited resumes.
+    private func endUnconfirmed(
+        _ session: UserSession<App.User>,
+        because reason: RefreshUnconfirmed,
+        at site: (fileID: StaticString, line: UInt)
+    ) async -> SessionRefreshOutcome {
+        _ = apply(.ended, to: session, expired: false, joined: false, at: site)
+        await autosave.flush()
+        return .endedUnconfirmed(reason)
     }
 
     /// The current session, refreshed first when its token has expired or expires within
@@ -203,7 +262,8 @@ extension EnvironmentStack {
     ///   - refresh: Asks the server about the session.
     /// - Returns: The session after the refresh, if one was needed; `nil` when nobody is logged
     ///   in or the refresh ended the session.
-    /// - Throws: Whatever `refresh` throws; the stack is unchanged then.
+    /// - Throws: Whatever `refresh` throws; the session has ended then, unless the error says the
+    ///   request never left (see `refreshSession(account:using:)`).
     public func validSession<E: Error>(
         refreshingWithin margin: Duration = .seconds(60),
         isolation: isolated (any Actor)? = #isolation,
@@ -223,7 +283,7 @@ extension EnvironmentStack {
     /// The autosave store, when the calling task acts on the global stack and the store has a
     /// lock file beside which other processes and stacks take the refresh lease.
     private func sharedSessions() -> SessionStore<App>? {
-        autosaveStore().flatMap { $0.lock.refreshPath == nil ? nil : $0 }
+        autosaveStore().flatMap { $0.lock.path == nil ? nil : $0 }
     }
 
     /// The autosave store, when the calling task acts on the global stack and the store leaves
@@ -232,12 +292,13 @@ extension EnvironmentStack {
         autosaveStore().flatMap { $0.refreshesTokens ? nil : $0 }
     }
 
-    /// Waits for this stack's turn to refresh the account named `name` saved in `sessions`,
-    /// after saving what autosave still has to save (so the others see this stack's token).
-    private func beginSharedRefresh(_ sessions: SessionStore<App>?, account name: String) async -> SessionLock.Lease? {
-        guard let sessions else { return nil }
+    /// Waits for this stack's turn to refresh `token` of the account named `name` saved in
+    /// `sessions`, after saving what autosave still has to save (so the others see this stack's
+    /// token).
+    private func beginSharedRefresh(_ sessions: SessionStore<App>?, account name: String, token: AuthToken) async -> SessionLock.Turn {
+        guard let sessions else { return .unshared }
         await autosave.flush()
-        return await sessions.lock.beginRefresh(for: name)
+        return await sessions.lock.beginRefresh(for: name, token: SessionLock.fingerprint(of: token))
     }
 
     /// The token that another process or stack sharing `sessions` saved in place of
@@ -272,7 +333,8 @@ extension EnvironmentStack {
         joined: Bool,
         at site: (fileID: StaticString, line: UInt)
     ) -> SessionRefreshOutcome {
-        let outcome = run(SessionMachine.event(answering: answer, about: session.token), fileID: site.fileID, line: site.line)
-        return SessionMachine.refreshOutcome(answer, outcome, expired: expired, joined: joined)
+        guard let event = SessionMachine<App>.event(answering: answer, about: session.token) else { return .notSent }
+        let outcome = run(event, fileID: site.fileID, line: site.line)
+        return SessionMachine<App>.refreshOutcome(answer, outcome, expired: expired, joined: joined)
     }
 }

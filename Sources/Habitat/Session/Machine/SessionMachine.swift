@@ -215,10 +215,12 @@ package enum SessionMachine<App: EnvironmentSchema> {
     }
 
     /// The event a refresh's answer about `token` makes.
-    package static func event(answering answer: SessionRefresh<App.User>, about token: AuthToken) -> Event {
+    /// `nil` for ``SessionRefresh/notSent``: nothing happened to the session.
+    package static func event(answering answer: SessionRefresh<App.User>, about token: AuthToken) -> Event? {
         switch answer {
         case .refreshed(let new, let user): .refreshed(from: token, to: new, user: user)
         case .ended: .refreshEnded(from: token)
+        case .notSent: nil
         }
     }
 }
