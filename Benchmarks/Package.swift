@@ -87,5 +87,18 @@ let package = Package(
             ],
             path: "InstructionProbe"
         ),
+        // What a test's isolation costs, test by test, as Swift Testing runs it: the traits of
+        // Habitat and swift-dependencies beside a test with none (`isolation.sh` counts them).
+        .testTarget(
+            name: "IsolationCost",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "Habitat", package: habitat),
+                .product(name: "HabitatTesting", package: habitat),
+                .product(name: "Dependencies", package: "swift-dependencies"),
+                .product(name: "DependenciesTestSupport", package: "swift-dependencies"),
+            ],
+            path: "IsolationCost"
+        ),
     ]
 )

@@ -31,6 +31,9 @@ done
 swift build -c release --product habitat-follow >/dev/null
 "$(swift build -c release --show-bin-path)/habitat-follow" $growth_flag | tee "$out/follow.md"
 
+# What a test's isolation costs: the two test traits, driven as Swift Testing drives them.
+if [ $smoke = 1 ]; then bash isolation.sh --iterations 500; else bash isolation.sh --tsv "$out/isolation.tsv"; fi
+
 if [ $smoke = 1 ]; then
     python3 summarize.py --csv "$out"/*/*.csv --growth "$out"/*/growth.tsv --smoke
     exit
