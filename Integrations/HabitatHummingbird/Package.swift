@@ -45,7 +45,10 @@ let package = Package(
                 .product(name: "Instrumentation", package: "swift-distributed-tracing"),
             ]
         ),
-        .target(name: "HabitatServerSessions", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(
+            name: "HabitatServerSessions",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "HabitatPostgres",
             dependencies: [

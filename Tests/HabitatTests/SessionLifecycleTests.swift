@@ -324,7 +324,7 @@ import Darwin
             let sent = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
             let twice = Dictionary(grouping: sent, by: { $0 }).filter { $0.value.count > 1 }.keys
             #expect(twice.isEmpty, "sent twice: \(twice.sorted())")
-            #expect(sent.count > 30, "the loop refreshed: \(sent.count) sent, \(endings) sessions ended")
+            #expect(sent.count >= 10, "the loop refreshed: \(sent.count) sent, \(endings) sessions ended")
         }
     }
 }

@@ -142,6 +142,7 @@ func fleet<R>(_ operation: () async throws -> R) async throws -> R {
         case .unavailable, .refreshWaitTimedOut: throw failure(.serviceUnavailable, "sessions are unavailable, try again", error)
         case .sessionGone, .versionConflict: throw failure(.unauthorized, "the session has ended: sign in again", error)
         case .refreshTimedOut: throw failure(.unauthorized, "the upstream did not answer in time: sign in again", error)
+        case .refreshUnconfirmed: throw failure(.unauthorized, "the session's refresh can't be confirmed: sign in again", error)
         case .tooMuchContention, .leaseLapsed: throw failure(.conflict, "the session changed meanwhile, try again", error)
         case .duplicateID, .undecodable: throw failure(.internalServerError, "the session can't be read", error)
         }

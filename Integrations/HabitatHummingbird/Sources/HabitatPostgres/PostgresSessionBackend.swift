@@ -18,8 +18,9 @@ public import PostgresNIO
 /// - a lease is an `INSERT … ON CONFLICT DO UPDATE … WHERE deadline <= now()`: taken only when
 ///   free or lapsed, so a crashed holder's lease ends at its deadline, with no lock held while
 ///   the holder calls an upstream server;
-/// - expiries and deadlines are counted on the database's clock (`now()`), the one clock every
-///   instance shares.
+/// - expiries and deadlines are counted on the database's clock (`now()`; a lease's deadline by
+///   `clock_timestamp()`, the clock at the check, so a statement that waited on a lock can't
+///   pass a lease that lapsed meanwhile), the one clock every instance shares.
 ///
 /// Any failure to reach the database is ``SessionBackendError/unavailable(_:)``: a server
 /// answers 503 and serves no member it can't confirm.
@@ -78,12 +79,19 @@ public struct PostgresSessionBackend: SessionBackend {
         }
     }
 
-    /// Deletes expired sessions and lapsed leases; returns how many sessions went. Expired
-    /// sessions are invisible anyway: this only reclaims their space.
+    /// Deletes expired sessions, and lapsed leases but those of a session's refresh whose session
+    /// is still there (such a lease marks a refresh token that may be spent: see
+    /// `ServerSessions.refresh`); returns how many sessions went. Expired sessions are invisible
+    /// anyway: this only reclaims their space.
     @discardableResult
     public func purgeExpired() async throws(SessionBackendError) -> Int {
         try await run {
-            try await client.query("DELETE FROM habitat_leases WHERE deadline <= now()", logger: logger)
+            try await client.query(
+                """
+                DELETE FROM habitat_leases l WHERE deadline <= clock_timestamp()
+                  AND NOT EXISTS (SELECT 1 FROM habitat_sessions s WHERE l.name = 'refresh:' || s.id)
+                """, logger: logger
+            )
             var count = 0
             for try await _ in try await client.query("DELETE FROM habitat_sessions WHERE expires <= now() RETURNING id", logger: logger) {
                 count += 1
@@ -155,18 +163,34 @@ public struct PostgresSessionBackend: SessionBackend {
     }
 
     public func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
-        // NB: the lease is checked in the statement that writes, so no lapse can fall between
-        // the check and the write.
-        let version = try await run {
-            try await client.query(
-                """
-                UPDATE habitat_sessions
-                SET data = \(data), version = version + 1, expires = now() + make_interval(secs => \(expiresIn.seconds))
-                WHERE id = \(id) AND version = \(expectedVersion) AND expires > now()
-                  AND EXISTS (SELECT 1 FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now())
-                RETURNING version
-                """, logger: logger
-            ).first(decoding: Int64.self)
+        // NB: strict, in one transaction: the row's lock first, then the write with the lease
+        // checked by the clock at the check (`clock_timestamp()`). Read committed gives the
+        // write a snapshot taken once the lock is held, so a write that waited for the lock
+        // while the lease lapsed (and another holder took it) sees that, and writes nothing.
+        // One statement can't: a row it waited for is checked again, but its lease subquery
+        // isn't (seen: the late write landed, version 2 under holder B).
+        let version = try await run { [logger] in
+            try await client.withConnection { connection in
+                _ = try await connection.query("BEGIN", logger: logger)
+                do {
+                    _ = try await connection.query("SELECT 1 FROM habitat_sessions WHERE id = \(id) FOR UPDATE", logger: logger)
+                    let version = try await connection.query(
+                        """
+                        UPDATE habitat_sessions
+                        SET data = \(data), version = version + 1, expires = now() + make_interval(secs => \(expiresIn.seconds))
+                        WHERE id = \(id) AND version = \(expectedVersion) AND expires > now()
+                          AND EXISTS (SELECT 1 FROM habitat_leases
+                                      WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > clock_timestamp())
+                        RETURNING version
+                        """, logger: logger
+                    ).first(decoding: Int64.self)
+                    _ = try await connection.query("COMMIT", logger: logger)
+                    return version
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
         }
         if let version { return StoredSession(id: id, data: data, version: version) }
         guard try await holds(claim) else { throw .leaseLapsed(id: id) }
@@ -177,7 +201,7 @@ public struct PostgresSessionBackend: SessionBackend {
         let held = try await run {
             try await client.query(
                 """
-                WITH lease AS (SELECT 1 FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now()),
+                WITH lease AS (SELECT 1 FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > clock_timestamp()),
                      removed AS (DELETE FROM habitat_sessions WHERE id = \(id) AND EXISTS (SELECT 1 FROM lease) RETURNING id)
                 SELECT count(*) FROM lease
                 """, logger: logger
@@ -190,7 +214,7 @@ public struct PostgresSessionBackend: SessionBackend {
     private func holds(_ claim: LeaseClaim) async throws(SessionBackendError) -> Bool {
         try await run {
             try await client.query(
-                "SELECT count(*) FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > now()",
+                "SELECT count(*) FROM habitat_leases WHERE name = \(claim.name) AND holder = \(claim.holder) AND deadline > clock_timestamp()",
                 logger: logger
             ).first(decoding: Int64.self)
         } == 1
@@ -201,14 +225,36 @@ public struct PostgresSessionBackend: SessionBackend {
             try await client.query(
                 """
                 INSERT INTO habitat_leases (name, holder, deadline)
-                VALUES (\(name), \(holder), now() + make_interval(secs => \(duration.seconds)))
+                VALUES (\(name), \(holder), clock_timestamp() + make_interval(secs => \(duration.seconds)))
                 ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, deadline = EXCLUDED.deadline
-                WHERE habitat_leases.deadline <= now() OR habitat_leases.holder = EXCLUDED.holder
+                WHERE habitat_leases.deadline <= clock_timestamp() OR habitat_leases.holder = EXCLUDED.holder
                 RETURNING holder
                 """, logger: logger
             ).first(decoding: String.self)
         }
         return taken != nil
+    }
+
+    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        // NB: `previous` reads the row as it was before this statement's upsert (the statement's
+        // sub-statements share one snapshot; `FOR UPDATE` would skip the row the upsert changes):
+        // a holder other than this one there, with the upsert taken, is a lapsed lease taken over.
+        let row = try await run {
+            try await client.query(
+                """
+                WITH previous AS (SELECT holder FROM habitat_leases WHERE name = \(name)),
+                     taken AS (
+                         INSERT INTO habitat_leases (name, holder, deadline)
+                         VALUES (\(name), \(holder), clock_timestamp() + make_interval(secs => \(duration.seconds)))
+                         ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, deadline = EXCLUDED.deadline
+                         WHERE habitat_leases.deadline <= clock_timestamp() OR habitat_leases.holder = EXCLUDED.holder
+                         RETURNING holder)
+                SELECT (SELECT count(*) FROM taken), coalesce((SELECT holder FROM previous), ''), 0
+                """, logger: logger
+            ).first(decoding: (Int64, String, Int64).self)
+        }
+        guard let row, row.0 == 1 else { return .busy }
+        return row.1.isEmpty || row.1 == holder ? .taken : .takenOverLapsed(previousHolder: row.1)
     }
 
     public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {

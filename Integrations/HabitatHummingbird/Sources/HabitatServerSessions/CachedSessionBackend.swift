@@ -263,6 +263,10 @@ public final class CachedSessionBackend: SessionBackend {
         try await base.acquireLease(name, holder: holder, duration: duration)
     }
 
+    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        try await base.takeLease(name, holder: holder, duration: duration)
+    }
+
     public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
         try await base.releaseLease(name, holder: holder)
     }

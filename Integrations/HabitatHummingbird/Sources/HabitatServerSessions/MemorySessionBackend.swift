@@ -127,6 +127,16 @@ public final class MemorySessionBackend: SessionBackend {
         }
     }
 
+    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        try withState { state, now in
+            let previous = state.leases[name]
+            if let previous, previous.deadline > now, previous.holder != holder { return .busy }
+            state.leases[name] = (holder, now + duration)
+            guard let previous, previous.holder != holder else { return .taken }
+            return .takenOverLapsed(previousHolder: previous.holder)
+        }
+    }
+
     public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
         try withState { state, _ in
             if state.leases[name]?.holder == holder { state.leases[name] = nil }
@@ -136,7 +146,11 @@ public final class MemorySessionBackend: SessionBackend {
     @discardableResult
     public func purgeExpired() async throws(SessionBackendError) -> Int {
         try withState { state, now in
-            state.leases = state.leases.filter { $0.value.deadline > now }
+            // NB: a lapsed refresh lease of a session still there marks a refresh token that may
+            // be spent (see `ServerSessions.refresh`): it stays.
+            state.leases = state.leases.filter { name, lease in
+                lease.deadline > now || (name.hasPrefix("refresh:") && state.sessions[String(name.dropFirst("refresh:".count))] != nil)
+            }
             let expired = state.sessions.filter { $0.value.expires <= now }.keys
             for id in expired { state.put(id, nil) }
             return expired.count

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// A server session: its ID, its value, and the version the value was read at.
 public struct ServerSession<Value: Sendable>: Sendable {
@@ -200,17 +201,28 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// `waitLimit` at most. A holder that crashed keeps the lease until its deadline, `lease`
     /// after it was taken; then another instance refreshes.
     ///
-    /// Three rules keep a rotating refresh token from being spent twice:
+    /// A refresh token is sent upstream at most once. Once `fetch` may have reached the
+    /// upstream, any end but "new tokens received and written under the lease" ends the
+    /// session (its member signs in again) instead of keeping a token that may be spent, and the
+    /// lease is left in place, naming it spent:
     /// - **A total deadline.** `fetch` gets `deadline` (half the lease by default, never more
     ///   than nine tenths of it), however slowly the upstream trickles its answer. When it
-    ///   passes, the refresh token may have been spent, and spending it again would look like
-    ///   theft to the upstream: the session is removed, so no instance spends it again, and
-    ///   the call throws ``SessionBackendError/refreshTimedOut(id:after:)`` (the member signs in
-    ///   again).
+    ///   passes, the call throws ``SessionBackendError/refreshTimedOut(id:after:)``.
+    /// - **An unclear answer.** `fetch` throws (a dropped connection, a 500 after the upstream
+    ///   rotated the token): the call throws ``SessionBackendError/refreshUnconfirmed(id:reason:)``.
+    ///   Unless the error says the request never left (a `URLError` of no connection:
+    ///   `.notConnectedToInternet`, `.cannotFindHost`, `.cannotConnectToHost`,
+    ///   `.dnsLookupFailed`): then the session stays, the lease is released, and the call
+    ///   throws that error.
     /// - **Fenced writes.** The answer is written only while this caller still holds the lease
-    ///   (``SessionBackend/set(id:data:expiresIn:expectedVersion:fencedBy:)``): a holder that
-    ///   stalled past its lease gets ``SessionBackendError/leaseLapsed(id:)`` and writes nothing
-    ///   over the next holder's answer.
+    ///   (``SessionBackend/set(id:data:expiresIn:expectedVersion:fencedBy:)``). When it can't be
+    ///   written (the lease lapsed, the database stopped), the session is removed and the call
+    ///   throws ``SessionBackendError/refreshUnconfirmed(id:reason:)``; the log says so
+    ///   (`Logger.current`, never a token).
+    /// - **A lapsed lease marks a spent token.** A caller that takes over a lease that lapsed
+    ///   without being released (its holder crashed, stalled, or ended as above, the database
+    ///   down when it tried to remove the session) doesn't call `fetch`: the session may hold a
+    ///   spent token, so it is removed (``SessionBackendError/refreshUnconfirmed(id:reason:)``).
     /// - **A versioned write.** Other fields written meanwhile (a visit count) are kept.
     ///
     /// ```swift
@@ -225,8 +237,10 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     ///   - deadline: How long `fetch` may take, in all; `lease / 2` by default.
     ///   - waitLimit: How long to wait for another holder's refresh; `2 × lease` by default.
     /// - Returns: The fresh session: refreshed here, or by another caller.
-    /// - Throws: What `fetch` throws (the lease is released first), a ``SessionBackendError``,
-    ///   or `CancellationError` when the task is cancelled while it waits.
+    /// - Throws: ``SessionBackendError/refreshUnconfirmed(id:reason:)`` or
+    ///   ``SessionBackendError/refreshTimedOut(id:after:)`` when the session ended (see above);
+    ///   what `fetch` throws when its request never left (the lease is released first); another
+    ///   ``SessionBackendError``, or `CancellationError` when the task is cancelled while it waits.
     public func refresh<Answer: Sendable>(
         _ id: String,
         lease: Duration = .seconds(30),
@@ -247,22 +261,29 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         while true {
             guard let session = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
             guard needsRefresh(session.value) else { return session }
-            if try await backend.acquireLease(claim.name, holder: claim.holder, duration: lease) {
+            switch try await backend.takeLease(claim.name, holder: claim.holder, duration: lease) {
+            case .taken:
+                // NB: released only when the token wasn't sent or its successor was written;
+                // otherwise the lease stays, and marks the token spent.
+                var release = true
                 do {
-                    let refreshed = try await refreshHolding(claim, id, deadline: deadline, when: needsRefresh, fetch: fetch, apply: apply)
-                    try? await backend.releaseLease(claim.name, holder: claim.holder)
+                    let refreshed = try await refreshHolding(claim, id, deadline: deadline, when: needsRefresh, fetch: fetch, apply: apply, release: &release)
+                    if release { try? await backend.releaseLease(claim.name, holder: claim.holder) }
                     return refreshed
                 } catch {
                     // Best effort: if the release fails too, the lease lapses at its deadline.
-                    try? await backend.releaseLease(claim.name, holder: claim.holder)
+                    if release { try? await backend.releaseLease(claim.name, holder: claim.holder) }
                     throw error
                 }
+            case .takenOverLapsed:
+                try await end(id, fencedBy: claim, because: "an earlier refresh's lease lapsed: it may have spent the refresh token")
+            case .busy:
+                // Another caller holds the lease: it is refreshing, or it crashed and its lease
+                // will lapse. Read again after a pause.
+                guard ContinuousClock.now - started < waitLimit else { throw SessionBackendError.refreshWaitTimedOut(id: id, after: waitLimit) }
+                try await Task.sleep(for: pause)
+                pause = min(pause * 2, .milliseconds(100))
             }
-            // Another caller holds the lease: it is refreshing, or it crashed and its lease
-            // will lapse. Read again after a pause.
-            guard ContinuousClock.now - started < waitLimit else { throw SessionBackendError.refreshWaitTimedOut(id: id, after: waitLimit) }
-            try await Task.sleep(for: pause)
-            pause = min(pause * 2, .milliseconds(100))
         }
     }
 
@@ -272,20 +293,55 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         deadline: Duration,
         when needsRefresh: (Value) -> Bool,
         fetch: @escaping @Sendable (Value) async throws -> Answer,
-        apply: (inout Value, Answer) -> Void
+        apply: (inout Value, Answer) -> Void,
+        release: inout Bool
     ) async throws -> ServerSession<Value> {
         guard let current = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
         guard needsRefresh(current.value) else { return current }
         let value = current.value
+        release = false
         switch await Race.run({ try await fetch(value) }, timeout: deadline) {
         case .success(let answer):
-            return try await update(id, fencedBy: claim) { apply(&$0, answer) }
+            do {
+                let refreshed = try await update(id, fencedBy: claim) { apply(&$0, answer) }
+                release = true
+                return refreshed
+            } catch {
+                try await end(id, fencedBy: claim, because: "new tokens arrived but could not be written: \(error)")
+            }
         case .failure(is Race<Answer>.TimedOut):
             try await about(id) { key throws(SessionBackendError) in try await backend.remove(id: key, fencedBy: claim) }
             throw SessionBackendError.refreshTimedOut(id: id, after: deadline)
-        case .failure(let error):
+        case .failure(let error) where Self.neverSent(error):
+            release = true
             throw error
+        case .failure(let error):
+            try await end(id, fencedBy: claim, because: "the upstream's answer was lost: \(type(of: error))")
         }
+    }
+
+    /// Ends session `id`, whose refresh token may have been spent without a successor stored:
+    /// removes it (fenced by `claim` when the lease is still its holder's, at once otherwise: a
+    /// session that may hold a spent token is no one's to keep), logs why, and throws
+    /// ``SessionBackendError/refreshUnconfirmed(id:reason:)``. When even the removal fails (the
+    /// database is down), the lease left in place still marks the token spent.
+    private func end(_ id: String, fencedBy claim: LeaseClaim, because reason: String) async throws -> Never {
+        Logger.current.warning("ending a session whose refresh token may be spent", metadata: [
+            "session": "\(redacted(id))", "reason": "\(reason)",
+        ])
+        do {
+            try await about(id) { key throws(SessionBackendError) in try await backend.remove(id: key, fencedBy: claim) }
+        } catch .leaseLapsed {
+            try? await about(id) { key throws(SessionBackendError) in try await backend.remove(id: key) }
+        } catch {}
+        throw SessionBackendError.refreshUnconfirmed(id: id, reason: reason)
+    }
+
+    /// Whether `error`, thrown by a refresh's `fetch`, says its request never left: a `URLError`
+    /// of no connection. Anything else may have reached the upstream.
+    static func neverSent(_ error: any Error) -> Bool {
+        guard let error = error as? URLError else { return false }
+        return [.notConnectedToInternet, .cannotFindHost, .cannotConnectToHost, .dnsLookupFailed].contains(error.code)
     }
 
     private func encode(_ value: Value, id: String) throws(SessionBackendError) -> Data {

@@ -65,6 +65,13 @@ public protocol SessionBackend: Sendable {
     /// (a lease past its deadline is no one's). Returns whether `holder` has it.
     func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool
 
+    /// Takes the lease `name` for `holder` as ``acquireLease(_:holder:duration:)`` does, and
+    /// says whether it took over a lease that lapsed without being released: its holder crashed,
+    /// stalled past its deadline, or left it in place on purpose because what it did under it
+    /// can't be undone (a refresh token it may have spent). The default can't tell, and says
+    /// ``LeaseTake/taken``; the backends here can.
+    func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake
+
     /// Ends `holder`'s lease `name`; does nothing when `holder` doesn't hold it (any more).
     func releaseLease(_ name: String, holder: String) async throws(SessionBackendError)
 
@@ -81,8 +88,23 @@ public protocol SessionBackend: Sendable {
     func purgeExpired() async throws(SessionBackendError) -> Int
 }
 
+/// What ``SessionBackend/takeLease(_:holder:duration:)`` did.
+public enum LeaseTake: Sendable, Equatable {
+    /// Another holder holds the lease.
+    case busy
+    /// The lease is the caller's: it was free, or the caller's already.
+    case taken
+    /// The lease is the caller's, taken over from `previousHolder`, whose lease lapsed without
+    /// being released.
+    case takenOverLapsed(previousHolder: String)
+}
+
 extension SessionBackend {
     public func purgeExpired() async throws(SessionBackendError) -> Int { 0 }
+
+    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        try await acquireLease(name, holder: holder, duration: duration) ? .taken : .busy
+    }
 
     /// Reads the sessions one by one, with ``get(id:)``: for a backend without a bulk read.
     public func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession] {
@@ -166,6 +188,10 @@ public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
     /// may have been spent, and spending it again would look like theft to the upstream, so the
     /// session was ended: its member signs in again.
     case refreshTimedOut(id: String, after: Duration)
+    /// The session's refresh token may have been spent, but no new one was stored under the
+    /// refresh's lease, so the session was ended rather than spend it again: its member signs in
+    /// again. `reason` says what happened (never a token).
+    case refreshUnconfirmed(id: String, reason: String)
     /// Another instance's refresh of the session didn't end within the time a caller waits.
     case refreshWaitTimedOut(id: String, after: Duration)
 
@@ -184,6 +210,8 @@ public enum SessionBackendError: Error, Equatable, CustomStringConvertible {
         case let .refreshTimedOut(id, after):
             "the upstream did not answer session \(redacted(id))'s refresh within \(after); its refresh token may be spent, so the session was ended"
         case let .refreshWaitTimedOut(id, after): "another instance's refresh of session \(redacted(id)) did not end within \(after)"
+        case let .refreshUnconfirmed(id, reason):
+            "session \(redacted(id))'s refresh token may be spent without a new one stored (\(reason)), so the session was ended"
         }
     }
 }
@@ -237,6 +265,7 @@ extension SessionBackendError {
         case .leaseLapsed: .leaseLapsed(id: id)
         case let .refreshTimedOut(_, after): .refreshTimedOut(id: id, after: after)
         case let .refreshWaitTimedOut(_, after): .refreshWaitTimedOut(id: id, after: after)
+        case let .refreshUnconfirmed(_, reason): .refreshUnconfirmed(id: id, reason: reason)
         case .unavailable: self
         }
     }

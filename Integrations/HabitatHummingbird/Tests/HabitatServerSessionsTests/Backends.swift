@@ -86,6 +86,9 @@ extension ForwardingBackend {
     func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
         try await base.acquireLease(name, holder: holder, duration: duration)
     }
+    func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        try await base.takeLease(name, holder: holder, duration: duration)
+    }
     func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {
         try await base.releaseLease(name, holder: holder)
     }

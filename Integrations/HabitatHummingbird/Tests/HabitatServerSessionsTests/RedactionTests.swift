@@ -18,6 +18,7 @@ import Testing
         "RequestID": "a random request identifier, not a credential",
         "Key": "a task-local's key",
         "LeaseClaim": "a lease's name and holder, not a credential",
+        "LeaseTake": "whether a lease was taken, and a previous holder's name",
         "SessionChange": "a stored session's key (the ID's hash) and version",
         "PostgresSessionChanges": "a connection pool and a duration",
     ]

@@ -1,6 +1,8 @@
 import Foundation
 import HabitatPostgres
 import HabitatServerSessions
+import Logging
+import PostgresNIO
 import Testing
 
 /// The backend contract, on every available backend (`Backend.available`).
@@ -247,17 +249,16 @@ import Testing
     }
 
     @Test(arguments: Backend.available)
-    func aFailedFetchReleasesTheLease(_ backend: Backend) async throws {
-        struct Refused: Error {}
+    func aFetchThatNeverLeftReleasesTheLeaseAndKeepsTheSession(_ backend: Backend) async throws {
         try await backend.with { backend in
             let sessions = ServerSessions<Visits>(backend: backend)
             let id = try await sessions.create(Visits(member: 1)).id
-            await #expect(throws: Refused.self) {
+            await #expect(throws: URLError.self) {
                 try await sessions.refresh(id, lease: .seconds(60), when: { $0.upstream == "stale" }) { _ -> String in
-                    throw Refused()
+                    throw URLError(.cannotConnectToHost)
                 } apply: { $0.upstream = $1 }
             }
-            // The lease was released: the next refresh doesn't wait out its 60 s.
+            // Nothing was spent: the lease was released, and the next refresh asks at once.
             let started = ContinuousClock.now
             let fresh = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
             #expect(fresh.value.upstream == "fresh")
@@ -265,17 +266,97 @@ import Testing
         }
     }
 
+    /// A dropped answer, a 500 after the upstream rotated: the token may be spent, so the
+    /// session ends, and no caller sends it again.
     @Test(arguments: Backend.available)
-    func aCrashedHoldersLeaseLapsesAndAnotherRefreshes(_ backend: Backend) async throws {
+    func aLostAnswerEndsTheSessionAndNoOneSendsTheTokenAgain(_ backend: Backend) async throws {
+        struct ConnectionDropped: Error {}
+        try await backend.with { backend in
+            let sessions = ServerSessions<Visits>(backend: backend)
+            let id = try await sessions.create(Visits(member: 1)).id
+            let fetches = Counter()
+            await #expect {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ -> String in
+                    fetches.increment()
+                    throw ConnectionDropped()
+                } apply: { $0.upstream = $1 }
+            } throws: { error in
+                guard case .refreshUnconfirmed(id, let reason) = error as? SessionBackendError else { return false }
+                return reason.contains("answer was lost")
+            }
+            #expect(try await sessions.get(id) == nil)
+            await #expect(throws: SessionBackendError.sessionGone(id: id)) {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
+                    fetches.increment()
+                    return "again"
+                } apply: { $0.upstream = $1 }
+            }
+            #expect(fetches.value == 1)
+        }
+    }
+
+    /// New tokens that can't be written (the database stopped, the lease lapsed): the session
+    /// ends rather than keep the old token, which the upstream has seen.
+    @Test(arguments: Backend.available)
+    func anAnswerThatCantBeWrittenEndsTheSession(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let failing = FailingFencedWrites(base: backend)
+            let sessions = ServerSessions<Visits>(backend: failing)
+            let id = try await sessions.create(Visits(member: 1)).id
+            await #expect {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
+            } throws: { error in
+                guard case .refreshUnconfirmed(id, let reason) = error as? SessionBackendError else { return false }
+                return reason.contains("could not be written")
+            }
+            #expect(try await sessions.get(id) == nil)
+        }
+    }
+
+    /// A holder that died under its lease may have spent the token: the next caller, taking
+    /// over the lapsed lease, ends the session instead of asking the upstream.
+    @Test(arguments: Backend.available)
+    func aCrashedHoldersLapsedLeaseEndsTheSessionWithoutSpendingTheToken(_ backend: Backend) async throws {
         try await backend.with { backend in
             let sessions = ServerSessions<Visits>(backend: backend)
             let id = try await sessions.create(Visits(member: 1)).id
             // A holder took the lease and died without releasing it.
             #expect(try await backend.acquireLease("refresh:\(StoredSession.key(for: id))", holder: "crashed", duration: .milliseconds(500)))
-            let started = ContinuousClock.now
-            let fresh = try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in "fresh" } apply: { $0.upstream = $1 }
-            #expect(fresh.value.upstream == "fresh")
-            #expect(ContinuousClock.now - started >= .milliseconds(400))
+            let fetches = Counter()
+            await #expect {
+                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
+                    fetches.increment()
+                    return "fresh"
+                } apply: { $0.upstream = $1 }
+            } throws: { error in
+                guard case .refreshUnconfirmed(id, _) = error as? SessionBackendError else { return false }
+                return true
+            }
+            #expect(fetches.value == 0)
+            #expect(try await sessions.get(id) == nil)
+        }
+    }
+
+    /// A slow backend and a lease shorter than a refresh's writes: whoever comes second finds
+    /// the lease lapsed and ends the session; the upstream sees the token once.
+    @Test(arguments: Backend.available)
+    func aSlowBackendPastTheLeaseSpendsTheTokenOnce(_ backend: Backend) async throws {
+        try await backend.with { backend in
+            let slow = SlowWrites(base: backend, delay: .milliseconds(400))
+            let sessions = ServerSessions<Visits>(backend: slow)
+            let id = try await sessions.create(Visits(member: 1)).id
+            let sent = Counter()
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<2 {
+                    group.addTask {
+                        _ = try? await sessions.refresh(id, lease: .milliseconds(300), when: { $0.upstream == "stale" }) { _ in
+                            sent.increment()
+                            return "fresh"
+                        } apply: { $0.upstream = $1 }
+                    }
+                }
+            }
+            #expect(sent.value == 1, "the upstream saw the refresh token once")
         }
     }
 
@@ -447,4 +528,57 @@ import Testing
     #expect(configuration?.username == "me")
     #expect(configuration?.password == "secret")
     #expect(configuration?.database == "app")
+}
+
+/// A backend whose fenced writes fail, as when the database stops during the upstream call.
+struct FailingFencedWrites: ForwardingBackend {
+    let base: any SessionBackend
+
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        throw .unavailable("the database stopped")
+    }
+}
+
+/// A backend whose writes each take `delay`, as a database under load.
+struct SlowWrites: ForwardingBackend {
+    let base: any SessionBackend
+    let delay: Duration
+
+    func set(id: String, data: Data, expiresIn: Duration, expectedVersion: Int64, fencedBy claim: LeaseClaim) async throws(SessionBackendError) -> StoredSession {
+        try? await Task.sleep(for: delay)
+        return try await base.set(id: id, data: data, expiresIn: expiresIn, expectedVersion: expectedVersion, fencedBy: claim)
+    }
+}
+
+/// PostgreSQL's fence is strict: a fenced write that began while its holder held the lease, then
+/// waited on the row's lock until the lease had lapsed and another holder had taken it, is
+/// refused once it gets the lock (the lease is checked by the clock at the check, in a subquery
+/// tied to the written row, not by the statement's start).
+@Test(.enabled(if: Backend.available.contains(.postgres)))
+func aFencedWriteThatWaitedOnARowLockPastItsLeaseIsRefused() async throws {
+    let url = ProcessInfo.processInfo.environment["HABITAT_POSTGRES_URL"]!
+    let logger = Logger(label: "row-lock")
+    try await withPostgres(url: url) { backend in
+        try await backend.migrate()
+        let stored = try await backend.create(id: "locked-\(UUID().uuidString)", data: Data("v1".utf8), expiresIn: .seconds(60))
+        let first = LeaseClaim(name: "refresh:\(stored.id)", holder: "first-\(UUID().uuidString)")
+        #expect(try await backend.acquireLease(first.name, holder: first.holder, duration: .milliseconds(700)))
+        let locker = PostgresClient(configuration: try PostgresSessionBackend.configuration(url: url))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await locker.run() }
+            defer { group.cancelAll() }
+            try await locker.withConnection { connection in
+                _ = try await connection.query("BEGIN", logger: logger)
+                _ = try await connection.query("SELECT 1 FROM habitat_sessions WHERE id = \(stored.id) FOR UPDATE", logger: logger)
+                let late = Task {
+                    try await backend.set(id: stored.id, data: Data("late".utf8), expiresIn: .seconds(60), expectedVersion: 1, fencedBy: first)
+                }
+                try await Task.sleep(for: .milliseconds(1_000))   // the lease lapses while the write waits
+                #expect(try await backend.acquireLease(first.name, holder: "second", duration: .seconds(60)), "another holder takes it")
+                _ = try await connection.query("COMMIT", logger: logger)
+                await #expect(throws: SessionBackendError.leaseLapsed(id: stored.id)) { _ = try await late.value }
+            }
+        }
+        #expect(try await backend.get(id: stored.id)?.data == Data("v1".utf8), "the late write didn't land")
+    }
 }
