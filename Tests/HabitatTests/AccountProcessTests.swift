@@ -125,8 +125,15 @@ import Darwin
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             let start = directory.file("start")
             let workers = ["ada", "grace"].map { sessionWorker("accounts-refresh-one", directory.path, log.path, start.path, $0) }
+            let outputs = workers.map { worker in
+                let output = Pipe()
+                worker.standardOutput = output
+                return output
+            }
             for worker in workers { try worker.run() }
-            usleep(300_000)   // both are up and waiting for the start
+            // NB: both are up and waiting for the start (a fixed pause was too short for a worker
+            // that started slowly under the thread sanitizer).
+            for output in outputs { _ = output.fileHandleForReading.readData(ofLength: 6) }
             _ = FileManager.default.createFile(atPath: start.path, contents: nil)
             for worker in workers { worker.waitUntilExit() }
             #expect(workers.allSatisfy { $0.terminationStatus == 0 })

@@ -61,6 +61,9 @@ import Darwin
         ("lone surrogate", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"\\ud800\":1}}"),
         ("bad number", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":01}}"),
         ("an array", "[1,2,3]"),
+        ("values twice", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{\"a\":1},\"values\":{\"a\":2}}"),
+        ("version twice", "{\"format\":\"habitat.kv\",\"version\":1,\"values\":{},\"version\":9}"),
+        ("format twice", "{\"format\":\"other\",\"format\":\"habitat.kv\",\"version\":1,\"values\":{}}"),
         ("empty file", ""),
     ])
     func aCorruptFileIsMovedAsideAndNamed(_ name: String, contents: String) throws {

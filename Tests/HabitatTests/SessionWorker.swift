@@ -37,7 +37,7 @@
 //     accounts-refresh-together DIR LOG START  restore DIR's accounts; once START exists,
 //                                      refresh account "ada" (not the active one): the refresh
 //                                      appends a line to LOG and takes 300 ms; print ada's token
-//     accounts-refresh-one DIR LOG START NAME  restore DIR's accounts; once START exists,
+//     accounts-refresh-one DIR LOG START NAME  restore DIR's accounts, print "ready"; once START exists,
 //                                      refresh account NAME, logging "start NAME" and, 300 ms
 //                                      later, "end NAME" to LOG
 //     migrate DIR LEGACY KILL-AT       migrate the token under "accessToken" in the JSON file
@@ -222,6 +222,7 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
             try stack.restore(from: sessions)
             stack.enableAutosave(to: sessions)
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
             while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
             let (log, name) = (arguments[2], arguments[4])
             _ = try await stack.refreshSession(account: name) { _ in

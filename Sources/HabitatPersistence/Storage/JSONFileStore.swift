@@ -271,11 +271,17 @@ public final class JSONFileStore: KeyValueStore {
 
     private static func decode(_ scanner: inout JSONScanner) -> Result<[String: Data], DecodeFailure> {
         var members: [String: Range<Int>] = [:]
+        var repeated: String?
         do throws(JSONScanner.Failure) {
-            try scanner.scanTopLevelObject { key, range, _ in members[key] = range }
+            try scanner.scanTopLevelObject { key, range, _ in
+                if members.updateValue(range, forKey: key) != nil { repeated = repeated ?? key }
+            }
         } catch {
             return .failure(.invalid("not valid JSON: \(error.reason)"))
         }
+        // NB: a second "values" or "version" would be read last-wins, and which one a reader
+        // takes is no document's meaning.
+        if let repeated { return .failure(.invalid("the document's top-level key '\(repeated.prefix(80))' appears twice")) }
         do throws(JSONScanner.Failure) {
             guard let formatRange = members["format"], scanner.isString(formatRange),
                   try scanner.string(in: formatRange) == format

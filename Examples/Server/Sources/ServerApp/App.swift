@@ -73,3 +73,20 @@ public let appEnvironment = EnvironmentStack<ServerApp>(
         config: ServerConfig()
     )
 )
+
+// NB: a request's services hold the member directory (bearer tokens), the sessions' backend (a
+// database client whose configuration has its password) and the request's ID: printed or
+// dumped, they show what they are, through the redacting mirrors of the parts.
+extension ServerServices: CustomReflectable {
+    /// A mirror of the parts, each through its own redacting mirror; the request ID shortened.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "members": members,
+            "sessions": sessions,
+            "upstream": upstream?.url.host() ?? "none",
+            "refreshLease": refreshLease,
+            "requestID": requestID.prefix(6) + "…",
+            "logger": logger.label,
+        ], displayStyle: .struct)
+    }
+}

@@ -166,3 +166,16 @@ public struct ProjectCatalog: Sendable {
         return ["\(member.name)'s notes", "\(member.name)'s garden"]
     }
 }
+
+// NB: the directory holds bearer tokens (the load-test secret is in each of them), password
+// hashes and the members' sessions: `dump`, `Mirror` and `print` show how many members it knows,
+// nothing else.
+extension MemberDirectory: CustomStringConvertible, CustomReflectable {
+    /// How many members the directory knows; never a token, a hash or a session.
+    public var description: String { "MemberDirectory(\(withState { $0.members.count }) members)" }
+
+    /// A mirror with the number of members only.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["members": withState { $0.members.count }], displayStyle: .class)
+    }
+}

@@ -3,6 +3,7 @@ import Habitat
 import Hummingbird
 import HabitatServerSessions
 import HummingbirdTesting
+import Logging
 import ServerApp
 import Testing
 
@@ -308,6 +309,35 @@ import Testing
         dump(session, to: &dumped)
         for text in [dumped, "\(session)", String(reflecting: session)] {
             #expect(!text.contains("access-4b1d") && !text.contains("refresh-7c2e"), "\(text)")
+        }
+    }
+}
+
+/// No printing path (`print`, `debugPrint`, `dump`, `String(reflecting:)`, a `Mirror` walk) of
+/// the example's services, or of the environment and the stack that hold them, shows a bearer
+/// token, the load-test secret, a session ID or the request's whole ID.
+@Suite struct ServicesRedactionTests {
+    @Test func theServicesTheirEnvironmentAndTheStackPrintNoCredential() async throws {
+        let secret = "load-test-secret-" + UUID().uuidString
+        let members = MemberDirectory()
+        members.seedLoadTestMembers(3, secret: secret)
+        let issued = members.issueToken(for: 1, expiresAt: nil)
+        let sessions = ServerSessions<MemberSession>(backend: MemorySessionBackend())
+        let session = try await sessions.create(MemberSession(member: Member(id: 1, name: "Ada"), upstream: UpstreamToken(accessToken: "", refreshToken: "r0", expiresAt: .distantPast)))
+        let requestID = "request-" + UUID().uuidString
+        let services = ServerServices(members: members, projects: ProjectCatalog(), sessions: sessions, requestID: requestID, logger: Logger(label: "probe"))
+        let stack = EnvironmentStack<ServerApp>(HabitatEnvironment(services: services, config: ServerConfig()))
+        stack.login(user: Member(id: 1, name: "Ada"), token: issued)
+        let hidden = [secret, issued.secret, session.id, requestID]
+        for value in [members, services, stack.current, stack] as [Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            let mirrored = Mirror(reflecting: value).children.map { "\($0.label ?? ""): \($0.value)" }.joined(separator: ", ")
+            for text in [dumped, "\(value)", String(reflecting: value), mirrored] {
+                for credential in hidden {
+                    #expect(!text.contains(credential), "\(type(of: value)) shows a credential")
+                }
+            }
         }
     }
 }

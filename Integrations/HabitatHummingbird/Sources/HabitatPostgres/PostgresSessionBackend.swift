@@ -310,12 +310,22 @@ extension PostgresRowSequence {
 }
 
 /// `url` with the password of its user information replaced by `***`, so no message shows it,
-/// whether or not the URL parses.
+/// whether or not the URL parses: in a well-formed URL (`scheme://user:password@host`) the
+/// password alone; in one without `://` (`postgresql//user:PW@host`, `user:PW@host`), the whole
+/// user information, since where the password starts can't be told.
 package func masked(_ url: String) -> String {
-    guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].lastIndex(of: "@") else { return url }
-    let userInfo = url[schemeEnd.upperBound..<at]
-    guard let colon = userInfo.firstIndex(of: ":") else { return url }
-    return url.replacingCharacters(in: userInfo.index(after: colon)..<at, with: "***")
+    guard let at = url.lastIndex(of: "@") else { return url }
+    let before = url[..<at]
+    // The user information starts after the scheme's "//" (or the last "/"), or at the start.
+    let start = before.range(of: "//", options: .backwards)?.upperBound
+        ?? before.lastIndex(of: "/").map { before.index(after: $0) }
+        ?? before.startIndex
+    if url.range(of: "://") != nil {
+        // A user without a password shows as it is.
+        guard let colon = url[start..<at].firstIndex(of: ":") else { return url }
+        return url.replacingCharacters(in: url.index(after: colon)..<at, with: "***")
+    }
+    return start == at ? url : url.replacingCharacters(in: start..<at, with: "***")
 }
 
 extension Duration {
@@ -341,4 +351,14 @@ extension PostgresSessionBackend {
             database: database.isEmpty ? nil : database, tls: .disable
         )
     }
+}
+
+// NB: the client's configuration holds the database's password: printed or dumped, the backend
+// shows its timeout only.
+extension PostgresSessionBackend: CustomStringConvertible, CustomReflectable {
+    /// The backend and its timeout; never the client's configuration.
+    public var description: String { "PostgresSessionBackend(timeout: \(timeout))" }
+
+    /// A mirror without the client.
+    public var customMirror: Mirror { Mirror(self, children: ["timeout": timeout], displayStyle: .struct) }
 }

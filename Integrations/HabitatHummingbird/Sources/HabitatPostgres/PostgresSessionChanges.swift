@@ -97,3 +97,13 @@ public struct PostgresSessionChanges: SessionChanges {
         }
     }
 }
+
+// NB: the client's configuration holds the database's password: printed or dumped, the feed
+// shows its heartbeat only.
+extension PostgresSessionChanges: CustomStringConvertible, CustomReflectable {
+    /// The feed and its heartbeat; never the client's configuration.
+    public var description: String { "PostgresSessionChanges(heartbeat: \(heartbeat))" }
+
+    /// A mirror without the client.
+    public var customMirror: Mirror { Mirror(self, children: ["heartbeat": heartbeat], displayStyle: .struct) }
+}

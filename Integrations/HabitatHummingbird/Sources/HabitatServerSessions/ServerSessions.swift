@@ -395,3 +395,19 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         return min(lifetime, left)
     }
 }
+
+// NB: a backend may hold a database client whose configuration has its password: printed or
+// dumped, the sessions show the backend's type and their lifetimes only.
+extension ServerSessions: CustomStringConvertible, CustomReflectable {
+    /// The backend's type and the lifetimes.
+    public var description: String {
+        "ServerSessions<\(Value.self)>(backend: \(type(of: backend)), lifetime: \(lifetime))"
+    }
+
+    /// A mirror without the backend's contents.
+    public var customMirror: Mirror {
+        Mirror(self, children: [
+            "backend": "\(type(of: backend))", "lifetime": lifetime, "absoluteLifetime": absoluteLifetime as Any,
+        ], displayStyle: .struct)
+    }
+}

@@ -1,5 +1,7 @@
 import Foundation
+import HabitatPostgres
 import HabitatServerSessions
+import PostgresNIO
 import Testing
 
 /// No public value of the add-on prints a session ID whole, or a session's value (which may
@@ -11,8 +13,6 @@ import Testing
     /// Public types that hold no credential, with why.
     static let holdNoSecret: [String: String] = [
         "MemorySessionBackend": "stored sessions, behind a lock, with no mirror of their own (checked below)",
-        "PostgresSessionBackend": "a connection pool (its configuration's password is PostgresNIO's to redact)",
-        "ServerSessions": "a backend and durations",
         "HabitatRequestMiddleware": "closures",
         "RequestBinding": "the request's environment, redacted by Habitat (its own tests)",
         "RequestID": "a random request identifier, not a credential",
@@ -20,11 +20,30 @@ import Testing
         "LeaseClaim": "a lease's name and holder, not a credential",
         "LeaseTake": "whether a lease was taken, and a previous holder's name",
         "SessionChange": "a stored session's key (the ID's hash) and version",
-        "PostgresSessionChanges": "a connection pool and a duration",
     ]
 
     /// Public types checked below.
-    static let checked: Set<String> = ["ServerSession", "StoredSession", "SessionBackendError", "CachedSessionBackend"]
+    static let checked: Set<String> = [
+        "ServerSession", "StoredSession", "SessionBackendError", "CachedSessionBackend",
+        "PostgresSessionBackend", "PostgresSessionChanges", "ServerSessions",
+    ]
+
+    /// The database's password is in the client's configuration: no printing path of the
+    /// backend, the change feed or the sessions over them shows it (nor the user's name).
+    @Test func aPostgreSQLBackendItsFeedAndTheSessionsOverThemPrintNoPassword() throws {
+        let password = "pg-password-redaction-probe"
+        let client = PostgresClient(configuration: try PostgresSessionBackend.configuration(url: "postgres://probe-user:\(password)@127.0.0.1:1/app"))
+        let backend = PostgresSessionBackend(client: client)
+        let values: [Any] = [backend, PostgresSessionChanges(client: client), ServerSessions<Visits>(backend: backend)]
+        for value in values {
+            var dumped = ""
+            dump(value, to: &dumped)
+            let mirrored = Mirror(reflecting: value).children.map { "\($0.label ?? ""): \($0.value)" }.joined(separator: ", ")
+            for text in [dumped, "\(value)", String(reflecting: value), mirrored] {
+                #expect(!text.contains(password), "\(type(of: value)) shows the password: \(text)")
+            }
+        }
+    }
 
     @Test func everyPublicTypeIsCheckedOrSaysWhyItHoldsNoSecret() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized

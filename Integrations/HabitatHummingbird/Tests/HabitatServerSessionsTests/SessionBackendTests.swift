@@ -515,6 +515,22 @@ import Testing
     }
 }
 
+/// Every URL with user information is masked, well-formed or not: the password never shows.
+@Test(arguments: [
+    ("postgres://me:hunter2@db.example.com/app", "postgres://me:***@db.example.com/app"),
+    ("postgresql//me:hunter2@db.example.com/app", "postgresql//***@db.example.com/app"),
+    ("postgresql:me:hunter2@db.example.com/app", "***@db.example.com/app"),
+    ("postgres:/me:hunter2@db.example.com/app", "postgres:/***@db.example.com/app"),
+    ("me:hunter2@db.example.com", "***@db.example.com"),
+    ("postgres://me:hun/ter@2@db.example.com/app", "postgres://me:***@db.example.com/app"),
+    ("postgres://me@db.example.com/app", "postgres://me@db.example.com/app"),
+    ("postgres://db.example.com/app", "postgres://db.example.com/app"),
+])
+func everyURLWithUserInformationIsMasked(_ url: String, _ shown: String) {
+    #expect(masked(url) == shown)
+    #expect(!masked(url).contains("hunter2") && !masked(url).contains("ter@2"))
+}
+
 @Test func aURLThatIsntPostgreSQLIsRefusedWithoutShowingItsPassword() {
     #expect(throws: SessionBackendError.self) { try PostgresSessionBackend.configuration(url: "https://example.com") }
     #expect {
