@@ -62,19 +62,24 @@ import Testing
         #expect(stack.current.services.tokenChanges == 2, "login, then one refresh")
     }
 
-    /// Offline: the request never left, so nothing was spent, and the session stays.
-    @Test func aRefreshThatNeverLeftFailsEveryCallerAndChangesNothing() async throws {
-        let (stack, old) = loggedInStack()
-        let calls = Counter()
+    /// Twenty callers refresh `stack`'s session (token `old`) at once, with a refresh that
+    /// counts its calls in `calls`, waits until all are in, then throws `error`; returns what each
+    /// caller got.
+    func twentyRefreshesThatThrow(
+        _ error: any Error & Sendable,
+        on stack: EnvironmentStack<TestApp>,
+        token old: AuthToken,
+        counting calls: Counter
+    ) async -> [Result<SessionRefreshOutcome, any Error>] {
         let release = Gate()
-        let results = await withTaskGroup(of: Result<SessionRefreshOutcome, any Error>.self) { group in
+        return await withTaskGroup(of: Result<SessionRefreshOutcome, any Error>.self) { group in
             for _ in 0..<20 {
                 group.addTask {
                     do {
                         return .success(try await stack.refreshSession { _ in
                             calls.increment()
                             await release.wait()
-                            throw URLError(.cannotConnectToHost)
+                            throw error
                         })
                     } catch {
                         return .failure(error)
@@ -85,6 +90,13 @@ import Testing
             release.open()
             return await group.reduce(into: []) { $0.append($1) }
         }
+    }
+
+    /// Offline: the request never left, so nothing was spent, and the session stays.
+    @Test func aRefreshThatNeverLeftFailsEveryCallerAndChangesNothing() async throws {
+        let (stack, old) = loggedInStack()
+        let calls = Counter()
+        let results = await twentyRefreshesThatThrow(URLError(.cannotConnectToHost), on: stack, token: old, counting: calls)
         #expect(calls.value == 1)
         #expect(results.allSatisfy { if case .failure(let error as URLError) = $0 { error.code == .cannotConnectToHost } else { false } })
         #expect(stack.current.session?.token == old)
@@ -98,25 +110,7 @@ import Testing
         struct ConnectionDropped: Error {}
         let (stack, old) = loggedInStack()
         let calls = Counter()
-        let release = Gate()
-        let results = await withTaskGroup(of: Result<SessionRefreshOutcome, any Error>.self) { group in
-            for _ in 0..<20 {
-                group.addTask {
-                    do {
-                        return .success(try await stack.refreshSession { _ in
-                            calls.increment()
-                            await release.wait()
-                            throw ConnectionDropped()
-                        })
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-            }
-            await waitForWaiters(19, token: old, on: stack)
-            release.open()
-            return await group.reduce(into: []) { $0.append($1) }
-        }
+        let results = await twentyRefreshesThatThrow(ConnectionDropped(), on: stack, token: old, counting: calls)
         #expect(calls.value == 1)
         #expect(results.filter { if case .failure(let error) = $0 { error is ConnectionDropped } else { false } }.count == 1, "the leader throws")
         #expect(results.filter { if case .success(.ended(expired: false)) = $0 { true } else { false } }.count == 19, "the others hear it ended")
