@@ -1,6 +1,6 @@
 import Foundation
 import Habitat
-import HabitatPersistence
+@testable import HabitatPersistence
 import Testing
 
 #if canImport(Glibc)
@@ -162,4 +162,31 @@ private final class Flag: Sendable {
     private let value = LockedBox(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
+}
+
+/// A group-writable ancestor is trusted only as this user's private group: no listed member, and
+/// no other account whose primary group it is (another user whose primary group it is could
+/// swap the store's directory: issue 57, item 5).
+@Suite struct PrivateGroupRuleTests {
+    let me: uid_t = 1000
+    let group: gid_t = 1000
+
+    @Test func aGroupOfMyOwnWithNobodyElseInItIsPrivate() {
+        #expect(TrustedDirectory.isPrivateGroup(group, me: me, listedMembers: 0, primaryGroups: [(me, group), (uid_t(0), gid_t(0)), (uid_t(1001), gid_t(1001))]))
+    }
+
+    @Test func anotherAccountWhosePrimaryGroupItIsMakesItShared() {
+        #expect(!TrustedDirectory.isPrivateGroup(group, me: me, listedMembers: 0, primaryGroups: [(me, group), (uid_t(1001), group)]))
+    }
+
+    @Test func aListedMemberMakesItShared() {
+        #expect(!TrustedDirectory.isPrivateGroup(group, me: me, listedMembers: 1, primaryGroups: [(me, group)]))
+    }
+
+    /// The real databases of this machine, read as the store reads them: the walk finds this
+    /// user's own account (so the rule sees the account database at all).
+    @Test func theAccountDatabaseIsRead() {
+        let accounts = TrustedDirectory.primaryGroupsForTesting()
+        #expect(accounts.contains { $0.uid == geteuid() } || getpwuid(geteuid()) == nil)
+    }
 }

@@ -17,7 +17,8 @@ import Musl
 /// - every ancestor is owned by root or by this user, and writable by nobody else unless it is
 ///   sticky (`/tmp`, where only an entry's owner can rename or remove it); as Debian's OpenSSH
 ///   allows, an ancestor writable by its group is fine when that group is this user's own and
-///   has no other members (the user-private groups of a `umask 002` system);
+///   has no other members: none listed, and no other account's primary group (the user-private
+///   groups of a `umask 002` system);
 /// - the directory itself is not a symbolic link, is owned by this user and is writable by
 ///   nobody else; a directory of secrets is not readable by anybody else either (`0700`).
 ///
@@ -120,15 +121,42 @@ final class TrustedDirectory: @unchecked Sendable {
         return fd
     }
 
-    /// Whether `gid` is this user's own group with no other members.
+    /// Whether `gid` is this user's own group with no other members: neither listed in the
+    /// group database nor any other account's primary group (read from the account database;
+    /// a group whose members can't be read is not private).
     private static func isPrivateGroup(_ gid: gid_t) -> Bool {
         guard gid == getegid() else { return false }
         var group = group()
         var found: UnsafeMutablePointer<group>?
         var buffer = [CChar](repeating: 0, count: 16_384)
         guard getgrgid_r(gid, &group, &buffer, buffer.count, &found) == 0, found != nil else { return false }
-        return group.gr_mem == nil || group.gr_mem.pointee == nil
+        var listed = 0
+        while let member = group.gr_mem?[listed] { listed += 1; _ = member }
+        return isPrivateGroup(gid, me: geteuid(), listedMembers: listed, primaryGroups: primaryGroups())
     }
+
+    /// The rule, over what the databases say: `gid` is private to `me` when it lists no member
+    /// and is no other account's primary group.
+    package static func isPrivateGroup(_ gid: gid_t, me: uid_t, listedMembers: Int, primaryGroups: [(uid: uid_t, gid: gid_t)]) -> Bool {
+        listedMembers == 0 && !primaryGroups.contains { $0.gid == gid && $0.uid != me }
+    }
+
+    /// Every account's user and primary group, from the account database.
+    // NB: `getpwent` walks one process-wide cursor; the lock keeps this package's walks apart.
+    private static func primaryGroups() -> [(uid: uid_t, gid: gid_t)] {
+        accountWalk.withLock {
+            setpwent()
+            defer { endpwent() }
+            var accounts: [(uid: uid_t, gid: gid_t)] = []
+            while let account = getpwent() { accounts.append((account.pointee.pw_uid, account.pointee.pw_gid)) }
+            return accounts
+        }
+    }
+
+    private static let accountWalk = LockedBox(())
+
+    /// ``primaryGroups()``, for the tests.
+    package static func primaryGroupsForTesting() -> [(uid: uid_t, gid: gid_t)] { primaryGroups() }
 
     private static func checkStatus(of fd: Int32, path: String, isTarget: Bool, forSecrets: Bool) throws(StoreError) {
         var status = stat()
