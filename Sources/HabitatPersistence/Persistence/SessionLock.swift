@@ -75,6 +75,8 @@ package final class SessionLock: Sendable {
     struct Lease: Sendable {
         let name: String
         let holder: String
+        /// The fingerprint of the token it spends.
+        let token: String
     }
 
     /// What a refresher found when its turn came.
@@ -116,7 +118,7 @@ package final class SessionLock: Sendable {
                 let deadline = String(format: "%.3f", Date().timeIntervalSince1970 + leaseDuration)
                 do throws(StoreError) {
                     try FileSystem.writeAtomically(Data("\(holder) \(deadline) \(token)\n".utf8), to: lease, in: directory)
-                    return .held(Lease(name: lease, holder: holder))
+                    return .held(Lease(name: lease, holder: holder, token: token))
                 } catch {
                     return .refused(error)
                 }
@@ -137,11 +139,19 @@ package final class SessionLock: Sendable {
     }
 
     /// Hands the lease back when `release` says so: the token wasn't sent, or its successor is
-    /// saved. Otherwise the lease is left to lapse, and goes on naming the token as spent.
+    /// saved. Otherwise the lease stays, lapsed, and goes on naming the token as spent.
+    /// NB: a lease kept as a mark is made lapsed at once: the next refresher of that token finds
+    /// it spent without waiting out the deadline, and one of another token takes it over.
     func endRefresh(_ lease: Lease, release: Bool) {
-        guard release, let directory else { return }
+        guard let directory else { return }
         withLock {
-            if Self.leaseHolder(lease.name, in: directory)?.hasPrefix(lease.holder + " ") == true { try? FileSystem.remove(lease.name, in: directory) }
+            guard Self.leaseHolder(lease.name, in: directory)?.hasPrefix(lease.holder + " ") == true else { return }
+            if release {
+                try? FileSystem.remove(lease.name, in: directory)
+            } else {
+                let now = String(format: "%.3f", Date().timeIntervalSince1970)
+                try? FileSystem.writeAtomically(Data("\(lease.holder) \(now) \(lease.token)\n".utf8), to: lease.name, in: directory)
+            }
         }
     }
 
