@@ -16,9 +16,13 @@ import Testing
     }
 
     /// Waits until a refresh of `token` is in the air and `count` callers wait for it.
+    ///
+    /// NB: by sleeping, not `Task.yield()`: a yielding loop keeps one of the cooperative pool's
+    /// two threads busy, and a few of them at once, under the thread sanitizer, starved the
+    /// suite's other waits past their time limits.
     func waitForWaiters(_ count: Int, token: AuthToken, on stack: EnvironmentStack<TestApp>) async {
         while (stack.refreshes.waiterCount(token: token.secret) ?? -1) < count {
-            await Task.yield()
+            try? await Task.sleep(for: .microseconds(200))
         }
     }
 
