@@ -206,22 +206,37 @@ extension EnvironmentStack {
                 throw error
             }
         }
-        landing = .success(answer)
-        if case .notSent = answer { release = true }
+        let taken = await take(answer, about: session, account: name, turn: turn, shared: shared, expired: expired, sent: !release, at: site)
+        (landing, release) = (.success(taken.landing), taken.release)
+        return taken.outcome
+    }
+
+    /// Takes `answer` about `session` once the lease `turn` (when held) is still this stack's,
+    /// saves it, and says what the caller hears, what the flight lands with for the callers that
+    /// waited, and whether the lease may be handed back (nothing was `sent`, or the successor is
+    /// saved).
+    private func take(
+        _ answer: SessionRefresh<App.User>,
+        about session: UserSession<App.User>,
+        account name: String?,
+        turn: SessionLock.Turn,
+        shared: SessionStore<App>?,
+        expired: Bool,
+        sent: Bool,
+        at site: (fileID: StaticString, line: UInt)
+    ) async -> (outcome: SessionRefreshOutcome, landing: SessionRefresh<App.User>, release: Bool) {
         if case .held(let lease) = turn, case .refreshed = answer, shared?.lock.holds(lease) != true {
-            landing = .success(.ended)
-            return await endUnconfirmed(session, because: .leaseLapsed, at: site)
+            return (await endUnconfirmed(session, because: .leaseLapsed, at: site), .ended, false)
         }
         let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
         // The new token is on disk before anyone who waited for it resumes.
         await autosave.flush()
         guard outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure else {
-            release = release || outcome == .refreshed
-            return outcome
+            return (outcome, answer, !sent || outcome == .notSent || outcome == .refreshed)
         }
         // New tokens that can't be kept: a relaunch would send the spent one again.
-        landing = .success(.ended)
-        return await endUnconfirmed(current.session(named: name) ?? session, because: .notSaved(problem: problem), at: site)
+        let ended = await endUnconfirmed(current.session(named: name) ?? session, because: .notSaved(problem: problem), at: site)
+        return (ended, .ended, false)
     }
 
     /// Ends `session` because its refresh may have spent its token without this stack keeping
