@@ -284,14 +284,7 @@ import Testing
                 guard case .refreshUnconfirmed(id, let reason) = error as? SessionBackendError else { return false }
                 return reason.contains("answer was lost")
             }
-            #expect(try await sessions.get(id) == nil)
-            await #expect(throws: SessionBackendError.sessionGone(id: id)) {
-                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
-                    fetches.increment()
-                    return "again"
-                } apply: { $0.upstream = $1 }
-            }
-            #expect(fetches.value == 1)
+            await expectEndedForGood(id, in: sessions, fetches: fetches)
         }
     }
 
@@ -426,15 +419,7 @@ import Testing
                 } apply: { $0.upstream = $1 }
             }
             #expect(ContinuousClock.now - started < .seconds(3))   // not the upstream's 5 s
-            #expect(try await sessions.get(id) == nil)
-            // No instance can spend the refresh token again: the session is gone.
-            await #expect(throws: SessionBackendError.sessionGone(id: id)) {
-                try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
-                    fetches.increment()
-                    return "again"
-                } apply: { $0.upstream = $1 }
-            }
-            #expect(fetches.value == 1)
+            await expectEndedForGood(id, in: sessions, fetches: fetches)
         }
     }
 
@@ -597,4 +582,17 @@ func aFencedWriteThatWaitedOnARowLockPastItsLeaseIsRefused() async throws {
         }
         #expect(try await backend.get(id: stored.id)?.data == Data("v1".utf8), "the late write didn't land")
     }
+}
+
+/// Session `id` is gone, and a refresh of it asks the upstream nothing more: `fetches` stays at
+/// the one call that spent its token.
+func expectEndedForGood(_ id: String, in sessions: ServerSessions<Visits>, fetches: Counter) async {
+    #expect((try? await sessions.get(id)) == .some(nil), "the session is gone")
+    await #expect(throws: SessionBackendError.sessionGone(id: id)) {
+        try await sessions.refresh(id, when: { $0.upstream == "stale" }) { _ in
+            fetches.increment()
+            return "again"
+        } apply: { $0.upstream = $1 }
+    }
+    #expect(fetches.value == 1, "no refresh token sent again")
 }
