@@ -39,6 +39,23 @@ final class Flag: Sendable {
         }
     }
 
+    /// A view model's `ObservableEnvironment` follows the test's scope while the test runs; kept
+    /// past the test's end (a model the test hands to a global, say), it is not work left running:
+    /// its follower holds no copy of the scope. (Before 0.1.0 it did, and a model released at
+    /// the test's end was reported whenever the main actor was slower than 50 ms to run it.)
+    @MainActor @Test func anObservableEnvironmentIsNotWorkLeftRunning() async throws {
+        let test = try #require(Test.current)
+        let trait = EnvironmentTrait<TestingApp>.environment(AppEnvironment) { $0.services.label = "test" }
+        let kept = LockedBox<ObservableEnvironment<TestingApp>?>(nil)
+        try await trait.provideScope(for: test, testCase: Test.Case.current) {
+            let object = await MainActor.run { ObservableEnvironment(AppEnvironment) }
+            AppEnvironment.updateConfig { $0.greeting = "Hi" }
+            while await MainActor.run(body: { object.config.greeting }) != "Hi" { try await Task.sleep(for: .milliseconds(1)) }
+            kept.withLock { $0 = object }
+        }
+        #expect(kept.withLock { $0 }?.config.greeting == "Hi")
+    }
+
     @Test func theOptOutSilencesIt() async throws {
         let test = try #require(Test.current)
         try await trait.allowingUnfinishedWork().provideScope(for: test, testCase: Test.Case.current) {

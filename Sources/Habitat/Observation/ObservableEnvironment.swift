@@ -52,14 +52,30 @@ public final class ObservableEnvironment<App: EnvironmentSchema> {
         session = current.session
         config = current.config
         otherAccounts = current.otherAccounts
-        subscription.start(Task { [weak self] in
-            for await change in changes {
-                guard let self else { return }
-                self.session = change.new.session
-                self.config = change.new.config
-                self.otherAccounts = change.new.otherAccounts
-            }
-        })
+        // NB: detached, so the follower holds no copy of a test scope's binding: `changes`
+        // already names the scope's stack, and the scope's end finishes it; an inherited binding
+        // would outlive the test until the main actor ran the cancelled loop once more.
+        subscription.start(Self.follow(changes, into: self))
+    }
+
+    private static func follow(_ changes: AsyncStream<EnvironmentChange<App>>, into object: ObservableEnvironment) -> Task<Void, Never> {
+        let target = WeakTarget(object)
+        return Task.detached { await apply(changes, to: target) }
+    }
+
+    private static func apply(_ changes: AsyncStream<EnvironmentChange<App>>, to target: WeakTarget) async {
+        for await change in changes {
+            guard let object = target.object else { return }
+            object.session = change.new.session
+            object.config = change.new.config
+            object.otherAccounts = change.new.otherAccounts
+        }
+    }
+
+    /// The object a follower updates, held weakly so the follower never keeps it alive.
+    private final class WeakTarget: Sendable {
+        @MainActor weak var object: ObservableEnvironment?
+        @MainActor init(_ object: ObservableEnvironment) { self.object = object }
     }
 
     deinit {
