@@ -14,7 +14,8 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
     /// What made the frame: the kind of the change that wrote it (``EnvironmentChangeKind/push``,
     /// ``EnvironmentChangeKind/login``...), ``EnvironmentChangeKind/base`` for a stack's base, or
     /// ``EnvironmentChangeKind/scope`` for a scope's.
-    public let operation: EnvironmentChangeKind
+    public var operation: EnvironmentChangeKind { kind }
+    @usableFromInline var kind: EnvironmentChangeKind
     /// The label the caller gave, such as `push(label: "preview")`.
     public let label: String?
     /// The line of the call.
@@ -29,7 +30,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
     ///   - line: The calling line.
     @inlinable
     package init(_ operation: EnvironmentChangeKind, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
-        self.operation = operation
+        self.kind = operation
         self.label = label
         self.staticFileID = fileID
         self.line = line

@@ -74,7 +74,9 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
     /// - Parameters:
     ///   - services: The app's dependencies.
     ///   - config: The app's configuration.
-    ///   - session: The signed-in session; `nil` (the default) means logged out.
+    ///   - session: The signed-in session; `nil` (the default) means logged out. The services
+    ///   are told of a session (``SessionDependent``) exactly as setting ``session`` tells
+    ///   them; without one, they are kept as given.
     ///   - now: Returns the current date.
     ///   - calendar: The calendar for date arithmetic.
     ///   - locale: The locale for formatting.
@@ -94,6 +96,7 @@ public struct HabitatEnvironment<App: EnvironmentSchema>: Sendable {
         self.config = config
         self.activeSession = session
         self.system = SystemValues(now: now, uuid: uuid, region: Region(calendar: calendar, locale: locale, timeZone: timeZone))
+        if session != nil { applySession() }
     }
 
     /// The signed-in session, or `nil` when logged out. Setting it tells ``SessionDependent``
@@ -224,7 +227,9 @@ extension HabitatEnvironment where App.Config: DefaultConfig {
     /// ```
     /// - Parameters:
     ///   - services: The app's dependencies.
-    ///   - session: The signed-in session; `nil` (the default) means logged out.
+    ///   - session: The signed-in session; `nil` (the default) means logged out. The services
+    ///   are told of a session (``SessionDependent``) exactly as setting ``session`` tells
+    ///   them; without one, they are kept as given.
     ///   - now: Returns the current date.
     ///   - calendar: The calendar for date arithmetic.
     ///   - locale: The locale for formatting.

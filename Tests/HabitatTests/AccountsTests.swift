@@ -83,6 +83,28 @@ import Testing
         #expect(stack.current.session == session && stack.current.otherAccounts.isEmpty)
     }
 
+    /// `.logout` means "the screens' user is gone": published only when the active account's
+    /// session ends; another account's sign-out or ended refresh is `.accountSignedOut`.
+    @Test func onlyTheActiveAccountsEndIsALogout() async {
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        stack.addAccount(user: .grace, token: memberToken(.grace, 2))
+        stack.addAccount(user: .alan, token: memberToken(.alan, 3))
+        let changes = stack.changes
+        stack.logout(account: "ada")
+        #expect(await stack.refreshSession(account: "grace") { _ in .ended } == .ended(expired: false))
+        #expect(stack.current.session?.user == .alan, "the active account stays")
+        stack.logout(account: "alan")
+        stack.updateConfig { $0 = $0 }
+        var kinds: [EnvironmentChangeKind] = []
+        for await change in changes {
+            if change.kind == .configUpdated { break }
+            kinds.append(change.kind)
+        }
+        #expect(kinds == [.accountSignedOut, .accountSignedOut, .logout])
+        #expect(stack.frames.last?.origin.operation == .configUpdated)
+    }
+
     @Test func logoutAllEndsEveryAccountInOneStep() {
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))

@@ -75,12 +75,12 @@ import Testing
             case .logoutAccount:
                 if active?.user.id == name {
                     active = nil
+                    return .publishes(.logout, saves: true)
                 } else if let index = others.firstIndex(where: { $0.user.id == name }) {
                     others.remove(at: index)
-                } else {
-                    return .unchanged
+                    return .publishes(.accountSignedOut, saves: true)
                 }
-                return .publishes(.logout, saves: true)
+                return .unchanged
             case .logoutAll:
                 guard active != nil || !others.isEmpty else { return .unchanged }
                 take(nil, [])
@@ -118,12 +118,12 @@ import Testing
             case .refreshEnded(let old):
                 if active?.token == old {
                     active = nil
+                    return .publishes(.logout, saves: true)
                 } else if let index = others.firstIndex(where: { $0.token == old }) {
                     others.remove(at: index)
-                } else {
-                    return active == nil ? .unchanged : .superseded
+                    return .publishes(.accountSignedOut, saves: true)
                 }
-                return .publishes(.logout, saves: true)
+                return active == nil ? .unchanged : .superseded
             case .storeChanged(let stored, let storedOthers, let replacing):
                 guard active?.token.secret == replacing else { return .superseded }
                 let theirs = (stored.map { [$0] } ?? []) + storedOthers
@@ -199,9 +199,9 @@ import Testing
         }
     }
 
-    static func expected(_ outcome: Machine.Outcome, _ event: Machine.Event) -> Model.Result {
+    static func expected(_ outcome: Machine.Outcome, _ kind: EnvironmentChangeKind, _ event: Machine.Event) -> Model.Result {
         switch outcome {
-        case .applied: .publishes(Machine.row(event).publishes, saves: Machine.row(event).saves)
+        case .applied: .publishes(kind, saves: Machine.row(event).saves)
         case .unchanged: .unchanged
         case .superseded: .superseded
         case .refused: .refused
@@ -218,9 +218,10 @@ import Testing
             for _ in 0..<Int.random(in: 1...40, using: &random) {
                 let step = Self.randomStep(model, &random, serial: &serial)
                 let wanted = model.apply(step.event, step.name, step.newName, step.version)
-                let outcome = Machine.transition(step.event, &environment)
+                var kind = Machine.row(step.event).publishes
+                let outcome = Machine.transition(step.event, &environment, publishing: &kind)
                 steps += 1
-                let agrees = Self.expected(outcome, step.event) == wanted
+                let agrees = Self.expected(outcome, kind, step.event) == wanted
                     && environment.session == model.active && environment.otherAccounts == model.others
                     && environment.config == model.config
                     && environment.services.token == environment.session?.token

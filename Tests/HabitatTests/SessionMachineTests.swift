@@ -10,6 +10,8 @@ struct MachineStep<App: EnvironmentSchema> {
     var session: UserSession<App.User>?
     var others: [UserSession<App.User>]
     var saves: Bool
+    /// The change it publishes when it applies.
+    var publishes: EnvironmentChangeKind
 }
 
 extension SessionMachine where App.Config: DefaultConfig {
@@ -20,10 +22,11 @@ extension SessionMachine where App.Config: DefaultConfig {
     ) -> MachineStep<App> {
         var environment = HabitatEnvironment<App>(services: services, session: session)
         environment.otherAccounts = others
-        let outcome = transition(event, &environment)
+        var kind = row(event).publishes
+        let outcome = transition(event, &environment, publishing: &kind)
         return MachineStep(
             outcome: outcome, session: environment.session, others: environment.otherAccounts,
-            saves: outcome.isApplied && row(event).saves
+            saves: outcome.isApplied && row(event).saves, publishes: kind
         )
     }
 }

@@ -331,6 +331,25 @@ private enum CustomTokenApp: EnvironmentSchema {
         #expect(stack.current.services == ["token", "cleared"])
     }
 
+    /// One way to build an environment with a session, whatever the spelling: the initialiser,
+    /// the setter and a preview all tell the services, once.
+    @Test func everyWayToBuildASignedInEnvironmentTellsTheServices() {
+        let session = UserSession(user: TestUser.ada, token: AuthToken("t"))
+        let built = TestEnvironment(services: TestServices(), config: TestConfig(), session: session)
+        var set = TestEnvironment(services: TestServices(), config: TestConfig())
+        set.session = session
+        let preview = TestEnvironment.preview(services: TestServices(), signedInAs: .ada)
+        for environment in [built, set] {
+            #expect(environment.services.token == AuthToken("t") && environment.services.userName == "Ada")
+            #expect(environment.services.tokenChanges == 1)
+        }
+        #expect(preview.services.token == AuthToken("preview") && preview.services.tokenChanges == 1)
+        let custom = HabitatEnvironment<CustomTokenApp>(services: [], config: TestConfig(), session: session)
+        #expect(custom.services == ["token"])
+        let signedOut = TestEnvironment(services: TestServices(label: "given", token: AuthToken("kept")), config: TestConfig())
+        #expect(signedOut.services.token == AuthToken("kept") && signedOut.services.tokenChanges == 0, "no session: kept as given")
+    }
+
     @Test func servicesThatIgnoreTheSessionAreLeftAlone() {
         enum Plain: EnvironmentSchema {
             typealias Services = Int

@@ -16,8 +16,9 @@
 // and one rule for which account a name means (`EnvironmentSchema.accountID(of:)`, exactly).
 //
 // EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
-// publishes when it applies and whether autosave then writes it; `transition(_:_:)` is the
-// state column, case by case. A save of a signed-out account deletes its token first
+// publishes when it applies and whether autosave then writes it; `transition(_:_:publishing:)`
+// is the state column, case by case, and turns the row's `.logout` into `.accountSignedOut`
+// when the account that ends isn't the active one. A save of a signed-out account deletes its token first
 // (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
 //
 // A REFRESH has states of its own, `RefreshStep`: looking at the session, completing an
@@ -97,8 +98,14 @@ package enum SessionMachine<App: EnvironmentSchema> {
 
     /// The state column: moves `environment` by `event`. The services are told of a new
     /// session (``EnvironmentSchema/services(_:for:)``) when the accounts moved.
+    /// - Parameter kind: The row's change, which an account's end makes
+    ///   ``EnvironmentChangeKind/accountSignedOut`` when that account isn't the active one.
     @inlinable
-    package static func transition(_ event: Event, _ environment: inout HabitatEnvironment<App>) -> Outcome {
+    package static func transition(
+        _ event: Event,
+        _ environment: inout HabitatEnvironment<App>,
+        publishing kind: inout EnvironmentChangeKind
+    ) -> Outcome {
         switch event {
         // any -> signed in; the user's account's other session, if any, ends.
         case .login(let user, let token):
@@ -118,9 +125,10 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case .logout:
             guard environment.activeSession != nil else { return .unchanged }
             environment.remove(at: .active)
-        // the account named -> signed out; unknown -> unchanged.
+        // the account named -> signed out (not the active one: `.accountSignedOut`); unknown -> unchanged.
         case .logoutAccount(let name):
             guard let position = environment.position(named: name) else { return .unchanged }
+            if position != .active { kind = .accountSignedOut }
             environment.remove(at: position)
         // any -> signed out, no others; nobody signed in -> unchanged.
         case .logoutAll:
@@ -152,11 +160,13 @@ package enum SessionMachine<App: EnvironmentSchema> {
             } else {
                 return environment.position(holding: new) == nil ? .superseded : .unchanged
             }
-        // the account holding token t -> signed out; nobody signed in -> unchanged; else superseded.
+        // the account holding token t -> signed out (not the active one: `.accountSignedOut`);
+        // nobody signed in -> unchanged; else superseded.
         case .refreshEnded(let old):
             guard let position = environment.position(holding: old) else {
                 return environment.activeSession == nil ? .unchanged : .superseded
             }
+            if position != .active { kind = .accountSignedOut }
             environment.remove(at: position)
         // the state whose token the store replaced -> what the store holds now; the accounts the
         // store holds already (this stack's own save, seen before it recorded it) -> unchanged;

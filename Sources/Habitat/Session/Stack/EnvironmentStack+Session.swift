@@ -197,6 +197,11 @@ extension EnvironmentChangeKind {
     /// Another signed-in account became the active one (see
     /// ``EnvironmentStack/switchAccount(to:fileID:line:)``).
     @inlinable public static var accountSwitched: Self { Self("accountSwitched") }
+    /// A signed-in account that isn't the active one signed out
+    /// (``EnvironmentStack/logout(account:fileID:line:)``), or its session ended (its refresh
+    /// was refused): the active session, and what the screens show, stay. ``logout`` is published
+    /// only when the active account's session ends.
+    @inlinable public static var accountSignedOut: Self { Self("accountSignedOut") }
 }
 
 extension EnvironmentStack {
@@ -225,10 +230,10 @@ extension EnvironmentStack {
     ) -> SessionMachine<App>.Outcome {
         let row = SessionMachine.row(event)
         var outcome = SessionMachine<App>.Outcome.unchanged
-        state.update(FrameOrigin(row.publishes, fileID: fileID, line: line)) { environment in
+        state.update(FrameOrigin(row.publishes, fileID: fileID, line: line)) { environment, kind in
             // NB: a write may run its change again on a newer top; each run decides afresh.
             inspect(&environment)
-            outcome = SessionMachine.transition(event, &environment)
+            outcome = SessionMachine.transition(event, &environment, publishing: &kind)
             return outcome.isApplied
         }
         if outcome.isApplied, row.saves { didTransition() }
