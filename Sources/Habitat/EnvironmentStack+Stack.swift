@@ -83,7 +83,7 @@ extension EnvironmentStack {
     ) throws(E) {
         let origin = FrameOrigin(.replace, label: label, fileID: fileID, line: line)
         try withActiveState { (state) throws(E) in
-            try state.update(origin) { (environment, _) throws(E) in
+            try state.update(origin) { (environment) throws(E) in
                 try change(&environment)
                 return true
             }

@@ -14,8 +14,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
     /// What made the frame: the kind of the change that wrote it (``EnvironmentChangeKind/push``,
     /// ``EnvironmentChangeKind/login``...), ``EnvironmentChangeKind/base`` for a stack's base, or
     /// ``EnvironmentChangeKind/scope`` for a scope's.
-    public var operation: EnvironmentChangeKind { kind }
-    @usableFromInline var kind: EnvironmentChangeKind
+    public let operation: EnvironmentChangeKind
     /// The label the caller gave, such as `push(label: "preview")`.
     public let label: String?
     /// The line of the call.
@@ -30,7 +29,7 @@ public struct FrameOrigin: Sendable, Equatable, CustomStringConvertible {
     ///   - line: The calling line.
     @inlinable
     package init(_ operation: EnvironmentChangeKind, label: String? = nil, fileID: StaticString = #fileID, line: UInt = #line) {
-        self.kind = operation
+        self.operation = operation
         self.label = label
         self.staticFileID = fileID
         self.line = line

@@ -218,8 +218,8 @@ import Testing
             for _ in 0..<Int.random(in: 1...40, using: &random) {
                 let step = Self.randomStep(model, &random, serial: &serial)
                 let wanted = model.apply(step.event, step.name, step.newName, step.version)
-                var kind = Machine.row(step.event).publishes
-                let outcome = Machine.transition(step.event, &environment, publishing: &kind)
+                let kind = Machine.row(step.event, endingAnother: Machine.endsAnotherAccount(step.event, in: environment)).publishes
+                let outcome = Machine.transition(step.event, &environment)
                 steps += 1
                 let agrees = Self.expected(outcome, kind, step.event) == wanted
                     && environment.session == model.active && environment.otherAccounts == model.others

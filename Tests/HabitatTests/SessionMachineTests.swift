@@ -22,8 +22,8 @@ extension SessionMachine where App.Config: DefaultConfig {
     ) -> MachineStep<App> {
         var environment = HabitatEnvironment<App>(services: services, session: session)
         environment.otherAccounts = others
-        var kind = row(event).publishes
-        let outcome = transition(event, &environment, publishing: &kind)
+        let kind = row(event, endingAnother: endsAnotherAccount(event, in: environment)).publishes
+        let outcome = transition(event, &environment)
         return MachineStep(
             outcome: outcome, session: environment.session, others: environment.otherAccounts,
             saves: outcome.isApplied && row(event).saves, publishes: kind

@@ -5,21 +5,17 @@ extension StackState {
     /// Pushes a copy of the top, changed by `change`, atomically; see ``write(_:pushing:_:)``.
     @inlinable
     func push<E: Error>(_ origin: FrameOrigin, _ change: (inout HabitatEnvironment<App>) throws(E) -> Void) throws(E) {
-        _ = try write(origin, pushing: true) { (environment, _) throws(E) in
+        _ = try write(origin, pushing: true) { (environment) throws(E) in
             try change(&environment)
             return true
         }
     }
 
     /// Replaces the top with a copy changed by `change`, atomically; see ``write(_:pushing:_:)``.
-    /// `change` may name the change's kind, from the environment it changes.
     ///
     /// - Returns: Whether the change was committed (`change` returned `true`).
     @inlinable @discardableResult
-    func update<E: Error>(
-        _ origin: FrameOrigin,
-        _ change: (inout HabitatEnvironment<App>, inout EnvironmentChangeKind) throws(E) -> Bool
-    ) throws(E) -> Bool {
+    func update<E: Error>(_ origin: FrameOrigin, _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool) throws(E) -> Bool {
         try write(origin, pushing: false, change)
     }
 
@@ -32,17 +28,16 @@ extension StackState {
     func write<E: Error>(
         _ origin: FrameOrigin,
         pushing: Bool,
-        _ change: (inout HabitatEnvironment<App>, inout EnvironmentChangeKind) throws(E) -> Bool
+        _ change: (inout HabitatEnvironment<App>) throws(E) -> Bool
     ) throws(E) -> Bool {
         while true {
-            var origin = origin
             var released: Frame<App>?
             var delivery: LockedBox<Void>?
             // `nil` when `change` declined. The frame copied stays alive until the commit
             // compares it with the top (see `withTopFrame`).
             let outcome = try withTopFrame { (source) throws(E) -> (new: Frame<App>, committed: Bool)? in
                 var copy = source.environment.fieldwiseCopy
-                guard try change(&copy, &origin.kind) else { return nil }
+                guard try change(&copy) else { return nil }
                 let new = Self.frame(consume copy, origin: origin, reusing: spare.take())
                 let committed = withGuarded { guarded in
                     guard guarded.top === source else { return false }

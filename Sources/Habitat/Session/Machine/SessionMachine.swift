@@ -15,10 +15,10 @@
 // The accounts are one value, `SignedInAccounts`: one session per account, by construction,
 // and one rule for which account a name means (`EnvironmentSchema.accountID(of:)`, exactly).
 //
-// EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
-// publishes when it applies and whether autosave then writes it; `transition(_:_:publishing:)`
-// is the state column, case by case, and turns the row's `.logout` into `.accountSignedOut`
-// when the account that ends isn't the active one. A save of a signed-out account deletes its token first
+// EVENTS are the cases of `Event`. `row(_:endingAnother:)` below is the table's fixed columns,
+// what an event publishes when it applies and whether autosave then writes it: an account's end
+// publishes `.logout` when it is the active account's, `.accountSignedOut` when it is another's
+// (`endsAnotherAccount(_:in:)`). `transition(_:_:)` is the state column, case by case. A save of a signed-out account deletes its token first
 // (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
 //
 // A REFRESH has states of its own, `RefreshStep`: looking at the session, completing an
@@ -80,9 +80,13 @@ package enum SessionMachine<App: EnvironmentSchema> {
 
     /// The table's fixed columns: the change `event` publishes when it applies, and whether
     /// autosave writes the state it leaves.
+    /// - Parameter endingAnother: Whether the event ends an account that isn't the active one
+    ///   (``endsAnotherAccount(_:in:)``): it publishes ``EnvironmentChangeKind/accountSignedOut``,
+    ///   never ``EnvironmentChangeKind/logout``, which means the active session ended.
     @inlinable
-    package static func row(_ event: Event) -> (publishes: EnvironmentChangeKind, saves: Bool) {
-        switch event {
+    package static func row(_ event: Event, endingAnother: Bool = false) -> (publishes: EnvironmentChangeKind, saves: Bool) {
+        if endingAnother { return (.accountSignedOut, true) }
+        return switch event {
         case .login, .addAccount: (.login, true)
         case .switchAccount: (.accountSwitched, true)
         case .logout, .logoutAccount, .logoutAll, .refreshEnded: (.logout, true)
@@ -96,16 +100,30 @@ package enum SessionMachine<App: EnvironmentSchema> {
         }
     }
 
+    /// Whether `event` may end an account that isn't the active one, whatever the state.
+    @inlinable
+    package static func mayEndAnotherAccount(_ event: Event) -> Bool {
+        switch event {
+        case .logoutAccount, .refreshEnded: true
+        default: false
+        }
+    }
+
+    /// Whether `event`, on `environment`, ends an account that isn't the active one: a sign-out
+    /// of another account, or the end of its refresh.
+    @inlinable
+    package static func endsAnotherAccount(_ event: Event, in environment: HabitatEnvironment<App>) -> Bool {
+        switch event {
+        case .logoutAccount(let name): environment.position(named: name).map { $0 != .active } ?? false
+        case .refreshEnded(let old): environment.position(holding: old).map { $0 != .active } ?? false
+        default: false
+        }
+    }
+
     /// The state column: moves `environment` by `event`. The services are told of a new
     /// session (``EnvironmentSchema/services(_:for:)``) when the accounts moved.
-    /// - Parameter kind: The row's change, which an account's end makes
-    ///   ``EnvironmentChangeKind/accountSignedOut`` when that account isn't the active one.
     @inlinable
-    package static func transition(
-        _ event: Event,
-        _ environment: inout HabitatEnvironment<App>,
-        publishing kind: inout EnvironmentChangeKind
-    ) -> Outcome {
+    package static func transition(_ event: Event, _ environment: inout HabitatEnvironment<App>) -> Outcome {
         switch event {
         // any -> signed in; the user's account's other session, if any, ends.
         case .login(let user, let token):
@@ -125,10 +143,9 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case .logout:
             guard environment.activeSession != nil else { return .unchanged }
             environment.remove(at: .active)
-        // the account named -> signed out (not the active one: `.accountSignedOut`); unknown -> unchanged.
+        // the account named -> signed out; unknown -> unchanged.
         case .logoutAccount(let name):
             guard let position = environment.position(named: name) else { return .unchanged }
-            if position != .active { kind = .accountSignedOut }
             environment.remove(at: position)
         // any -> signed out, no others; nobody signed in -> unchanged.
         case .logoutAll:
@@ -160,13 +177,11 @@ package enum SessionMachine<App: EnvironmentSchema> {
             } else {
                 return environment.position(holding: new) == nil ? .superseded : .unchanged
             }
-        // the account holding token t -> signed out (not the active one: `.accountSignedOut`);
-        // nobody signed in -> unchanged; else superseded.
+        // the account holding token t -> signed out; nobody signed in -> unchanged; else superseded.
         case .refreshEnded(let old):
             guard let position = environment.position(holding: old) else {
                 return environment.activeSession == nil ? .unchanged : .superseded
             }
-            if position != .active { kind = .accountSignedOut }
             environment.remove(at: position)
         // the state whose token the store replaced -> what the store holds now; the accounts the
         // store holds already (this stack's own save, seen before it recorded it) -> unchanged;

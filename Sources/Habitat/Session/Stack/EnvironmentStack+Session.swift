@@ -230,11 +230,25 @@ extension EnvironmentStack {
     ) -> SessionMachine<App>.Outcome {
         let row = SessionMachine.row(event)
         var outcome = SessionMachine<App>.Outcome.unchanged
-        state.update(FrameOrigin(row.publishes, fileID: fileID, line: line)) { environment, kind in
-            // NB: a write may run its change again on a newer top; each run decides afresh.
-            inspect(&environment)
-            outcome = SessionMachine.transition(event, &environment, publishing: &kind)
-            return outcome.isApplied
+        // NB: the kind an event publishes may depend on the state (another account's end is
+        // not a `.logout`): a write whose state decides another kind than its frame's is
+        // declined, and written again with that kind.
+        let mayEndAnother = SessionMachine.mayEndAnotherAccount(event)
+        var endingAnother = false
+        var again = true
+        while again {
+            again = false
+            state.update(FrameOrigin(endingAnother ? .accountSignedOut : row.publishes, fileID: fileID, line: line)) { environment in
+                // NB: a write may run its change again on a newer top; each run decides afresh.
+                inspect(&environment)
+                if mayEndAnother, SessionMachine.endsAnotherAccount(event, in: environment) != endingAnother {
+                    endingAnother.toggle()
+                    again = true
+                    return false
+                }
+                outcome = SessionMachine.transition(event, &environment)
+                return outcome.isApplied
+            }
         }
         if outcome.isApplied, row.saves { didTransition() }
         return outcome
