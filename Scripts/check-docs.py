@@ -281,7 +281,7 @@ let keychain: Target.Dependency = .product(name: "HabitatKeychain", package: "{p
 
 let package = Package(
     name: "DocSnippets",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     dependencies: [.package(path: "..")],
     targets: [
 {chr(10).join(targets)}
@@ -306,7 +306,7 @@ def check_apple(apple, report):
     write_package(APPLE_OUT, targets)
     run(str(APPLE_CHECK), "--mirror", mirror, "--targets", "ios16,ios17,macos13,macos14", str(ROOT), str(APPLE_OUT), cwd=ROOT)
     print("\n".join(line for line in report if "for Apple only" in line).replace(
-        "by `check-docs.py --apple` (Scripts/check-apple.sh), not here", "type-checked at iOS 17 and macOS 14"))
+        "by `check-docs.py --apple` (Scripts/check-apple.sh), not here", "type-checked at iOS 16, iOS 17, macOS 13 and macOS 14"))
     print(f"docs: {len(apple)} Apple-only blocks and {len(targets)} articles' app code type-checked for iOS and macOS, "
           "without errors or warnings")
 

@@ -1,9 +1,10 @@
 // swift-tools-version:6.2
 //
-// A SwiftUI app on Habitat, as Xcode 26 creates them (main-actor by default): an `App` with a
-// scene, views that follow the session through `ObservableEnvironment`, sign-in and sign-out
-// from a view, a feature view whose model reads a slice, previews on the preview environment, the
-// Keychain store and the iOS launch rule. Its views are type-checked for iOS and macOS by
+// A SwiftUI app on Habitat, as Xcode 26 creates them (main-actor by default), from iOS 16 /
+// macOS 13: an `App` with a main window and windows of their own per account (`WindowGroup(for:)`),
+// views that follow the session through `PublishedEnvironment`, sign-in, sign-out and account
+// switching from a view, a feature view whose model reads a slice, previews on the preview
+// environment, the Keychain store and the iOS launch rule. Its views are type-checked for iOS and macOS by
 // Scripts/check-apple.sh; its logic (AppCore) is built and tested on Linux too.
 //
 //     swift test    # AppCore's tests, in Swift Testing and XCTest
@@ -19,7 +20,7 @@ let mainActorByDefault: [SwiftSetting] = [.defaultIsolation(MainActor.self)]
 
 let package = Package(
     name: "SwiftUIApp",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    platforms: [.macOS(.v13), .iOS(.v16)],
     products: [.executable(name: "habitat-swiftui", targets: ["HabitatSwiftUIApp"])],
     dependencies: [.package(path: "../..")],
     targets: [

@@ -40,7 +40,7 @@ import Testing
         "AuthToken", "UserSession", "HabitatEnvironment", "EnvironmentStack", "EnvironmentChange", "StackFrame",
         "SessionSnapshot", "LaunchRestore", "SessionRefresh", "SessionRefreshOutcome", "RefreshUnconfirmed", "SessionStore",
         "InMemorySecretStore", "FileSecretStore", "KeychainSecretStore", "SimulatedKeychain", "MockSecretStore",
-        "Operation", "StoreError", "SnapshotError",
+        "Operation", "StoreError", "SnapshotError", "WindowEnvironment", "PublishedEnvironment",
     ]
 
     @Test func everyPublicTypeIsCheckedOrSaysWhyItHoldsNoSecret() throws {
@@ -74,6 +74,17 @@ import Testing
         expectRedacted(SessionRefresh<TestUser>.refreshed(token: Self.token, user: .ada))
         expectRedacted(SessionRefreshOutcome.endedUnconfirmed(.notSaved(problem: .store(.unavailable(key: "k", reason: "locked")))))
         expectRedacted(RefreshUnconfirmed.notSaved(problem: .store(.unavailable(key: "k", reason: "locked"))))
+    }
+
+    @MainActor @Test func windowsAndTheSwiftUIBridge() {
+        let stack = makeStack()
+        stack.login(user: .ada, token: Self.token)
+        let window = WindowEnvironment(following: stack)
+        #expect(window.stack.current.session?.token.secret == Self.secret)
+        expectRedacted(window)
+        let object = PublishedEnvironment(stack)
+        #expect(object.session?.token.secret == Self.secret)
+        expectRedacted(object)
     }
 
     @Test func snapshotsLaunchesAndSessionStores() throws {

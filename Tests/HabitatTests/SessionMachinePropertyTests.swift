@@ -132,6 +132,26 @@ import Testing
                 }
                 take(stored, storedOthers)
                 return .publishes(.storeChanged, saves: false)
+            case .followed(let shown, let storedOthers, let newConfig, let cause):
+                let kind: EnvironmentChangeKind
+                if active != nil, shown == nil {
+                    kind = .logout
+                } else if let new = shown, active == nil || !all.contains(where: { $0.user.id == new.user.id }) {
+                    kind = .login
+                } else if let old = active, let new = shown, old.user.id != new.user.id {
+                    kind = .accountSwitched
+                } else if let old = active, let new = shown, old.state == .awaitingToken, new.state != .awaitingToken {
+                    kind = .restore
+                } else if let old = active, let new = shown, old.token != new.token {
+                    kind = .refresh
+                } else if storedOthers.count < others.count {
+                    kind = .accountSignedOut
+                } else {
+                    kind = [.userUpdated, .configUpdated].contains(cause) ? cause : .storeChanged
+                }
+                take(shown, storedOthers)
+                config = newConfig
+                return .publishes(kind, saves: false)
             }
         }
     }
@@ -165,7 +185,7 @@ import Testing
             return AuthToken("\(member().id)#\(Int.random(in: 0...serial, using: &random))")
         }
         let name = [member().id, "+7", "07", "nobody"].randomElement(using: &random)!
-        switch Int.random(in: 0..<13, using: &random) {
+        switch Int.random(in: 0..<14, using: &random) {
         case 0: let user = member(); return Step(event: .login(user, token(user)))
         case 1: let user = member(); return Step(event: .addAccount(user, token(user)))
         case 2: return Step(event: .switchAccount(name), name: name)
@@ -193,6 +213,13 @@ import Testing
             let new = Bool.random(using: &random) ? heldToken() : token(user ?? member())
             return Step(event: .refreshed(from: old, to: new, user: user))
         case 11: return Step(event: .refreshEnded(from: heldToken()))
+        case 12:
+            // What a window's stack takes: often the accounts it holds, reordered or not.
+            let shown: Session? = Bool.random(using: &random) ? model.active : (Bool.random(using: &random) ? session() : nil)
+            let others = Bool.random(using: &random) ? model.others : sessions()
+            let config = Config(version: Int.random(in: 0...9, using: &random))
+            let cause: EnvironmentChangeKind = [.login, .logout, .userUpdated, .configUpdated, .refresh].randomElement(using: &random)!
+            return Step(event: .followed(shown, others: others, config: config, cause: cause))
         default:
             let replacing = Bool.random(using: &random) ? model.active?.token.secret : heldToken().secret
             return Step(event: .storeChanged(Bool.random(using: &random) ? session() : nil, others: sessions(), replacing: replacing))
@@ -218,7 +245,7 @@ import Testing
             for _ in 0..<Int.random(in: 1...40, using: &random) {
                 let step = Self.randomStep(model, &random, serial: &serial)
                 let wanted = model.apply(step.event, step.name, step.newName, step.version)
-                let kind = Machine.row(step.event, endingAnother: Machine.endsAnotherAccount(step.event, in: environment)).publishes
+                let kind = Machine.publishes(step.event, in: environment)
                 let outcome = Machine.transition(step.event, &environment)
                 steps += 1
                 let agrees = Self.expected(outcome, kind, step.event) == wanted

@@ -22,7 +22,7 @@ extension SessionMachine where App.Config: DefaultConfig {
     ) -> MachineStep<App> {
         var environment = HabitatEnvironment<App>(services: services, session: session)
         environment.otherAccounts = others
-        let kind = row(event, endingAnother: endsAnotherAccount(event, in: environment)).publishes
+        let kind = publishes(event, in: environment)
         let outcome = transition(event, &environment)
         return MachineStep(
             outcome: outcome, session: environment.session, others: environment.otherAccounts,

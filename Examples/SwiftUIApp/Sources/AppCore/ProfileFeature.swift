@@ -1,5 +1,7 @@
+#if canImport(Combine)
+import Combine
+#endif
 import Habitat
-import Observation
 
 /// Who is signed in, as the profile feature sees them.
 public nonisolated struct ProfileMember: Sendable, Equatable {
@@ -26,10 +28,9 @@ public nonisolated struct ProfileServices: Sendable {
 }
 
 /// The profile screen's model: reads the feature's slice of the app's environment.
-@Observable
-public final class ProfileModel {
+public final class ProfileModel: ObservableObject {
     /// What the screen shows.
-    public private(set) var text = ""
+    @Published public private(set) var text = ""
     private let environment: EnvironmentSlice<ProfileServices>
 
     /// - Parameter environment: The feature's view of the app's environment: `appEnvironment.slice(\.profile)`

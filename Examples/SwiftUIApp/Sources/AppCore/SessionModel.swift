@@ -1,17 +1,35 @@
 import Foundation
+#if canImport(Combine)
+import Combine
+#endif
 import Habitat
 import HabitatPersistence
-import Observation
 
-/// The sign-in screen's model: main-actor state the views show.
-@Observable
-public final class SessionModel {
+/// A window's session: main-actor state its views show. The app's main window uses the app's
+/// stack; a window opened on an account of its own (`WindowGroup(for:)`) has a
+/// `WindowEnvironment`, so switching accounts there changes no other window.
+public final class SessionModel: ObservableObject {
     /// What the screen says.
-    public private(set) var status = "Starting"
-    /// Follows the stack's session and configuration for the views.
-    public let environment = ObservableEnvironment(appEnvironment)
+    @Published public private(set) var status = "Starting"
+    /// Follows the window's session and configuration for the views: give it to them as an
+    /// environment object of its own (SwiftUI redraws a view for the objects it observes, not
+    /// for an object inside one).
+    public let environment: PublishedEnvironment<MainApp>
+    /// The window's own environment, or `nil` in the main window, which shows the app's stack.
+    public let window: WindowEnvironment<MainApp>?
 
-    public init() {}
+    /// - Parameter window: A window's own environment; `nil` (the default) for the main window.
+    public init(window: WindowEnvironment<MainApp>? = nil) {
+        self.window = window
+        environment = PublishedEnvironment(window?.stack ?? appEnvironment)
+    }
+
+    /// The account the window shows: what its scene keeps to restore it (`@SceneStorage`, or a
+    /// `WindowGroup(for:)` window's value).
+    public var accountID: String? {
+        if let window { return window.accountID }
+        return appEnvironment.current.session.map { MainApp.accountID(of: $0.user) }
+    }
 
     /// The line the home screen greets with.
     public var greeting: String {
@@ -50,23 +68,43 @@ public final class SessionModel {
         }
     }
 
+    /// Signs in; in a window of its own, the account joins the app's others and the window
+    /// shows it.
     public func signIn(email: String) async throws {
         let (account, token) = try await appEnvironment.current.services.auth.signIn(email)
-        appEnvironment.login(user: account, token: token)
+        if let window {
+            window.login(user: account, token: token)
+        } else {
+            appEnvironment.login(user: account, token: token)
+        }
         status = "Signed in"
+    }
+
+    /// Shows another signed-in account in this window only.
+    public func switchAccount(to id: String) throws {
+        if let window {
+            try window.switchAccount(to: id)
+        } else {
+            try appEnvironment.switchAccount(to: id)
+        }
     }
 
     /// Confirms the session with the server. The closure runs on the main actor, so it may
     /// touch the model's state.
     public func refresh() async throws -> SessionRefreshOutcome {
-        try await appEnvironment.refreshSession { session in
+        try await appEnvironment.refreshSession(account: accountID) { session in
             status = "Refreshing"
             return .refreshed(token: try await appEnvironment.current.services.auth.refresh(session.token))
         }
     }
 
+    /// Signs the window's account out of the app: every window showing it shows nobody.
     public func signOut() {
-        appEnvironment.logout()
+        if let window {
+            window.logout()
+        } else {
+            appEnvironment.logout()
+        }
         status = "Signed out"
     }
 }

@@ -3,15 +3,17 @@ import AppCore
 import Habitat
 import SwiftUI
 
-/// The first screen: the home screen for a signed-in member, the sign-in form otherwise. It
-/// redraws on every login and logout, through the model's `ObservableEnvironment`.
+/// A window's first screen: the home screen for a signed-in member, the sign-in form otherwise.
+/// It redraws on every login, logout and switch, through the window's `PublishedEnvironment`.
+///
+/// Give it the window's model and its environment object (``WindowRoot`` does both).
 public struct RootView: View {
-    @Environment(SessionModel.self) private var session
+    @EnvironmentObject private var environment: PublishedEnvironment<MainApp>
 
     public init() {}
 
     public var body: some View {
-        if session.environment.session != nil {
+        if environment.session != nil {
             HomeView()
         } else {
             SignInView()
@@ -19,9 +21,48 @@ public struct RootView: View {
     }
 }
 
+/// A window: its model, and what its views observe.
+public struct WindowRoot: View {
+    @ObservedObject private var session: SessionModel
+
+    /// - Parameter session: The window's model: `SessionModel()` for the main window,
+    ///   `SessionModel(window:)` for a window of its own.
+    public init(session: SessionModel) {
+        self.session = session
+    }
+
+    public var body: some View {
+        RootView()
+            .environmentObject(session)
+            .environmentObject(session.environment)
+    }
+}
+
+/// A window of its own, on an account of its own: the account is the window's value, which
+/// the system keeps across launches (`WindowGroup(for:)`).
+public struct AccountWindow: View {
+    @Binding private var account: String?
+    @StateObject private var session: SessionModel
+
+    /// - Parameter account: The window's value: the account it shows.
+    public init(account: Binding<String?>) {
+        _account = account
+        _session = StateObject(wrappedValue: SessionModel(window: WindowEnvironment(following: appEnvironment, showing: account.wrappedValue)))
+    }
+
+    public var body: some View {
+        WindowRoot(session: session)
+            .onReceive(session.environment.objectWillChange) { _ in
+                // NB: sent before the change is applied; the window's account is known already.
+                account = session.accountID
+            }
+            .onDisappear { session.window?.close() }
+    }
+}
+
 /// The sign-in form.
 struct SignInView: View {
-    @Environment(SessionModel.self) private var session
+    @EnvironmentObject private var session: SessionModel
     @State private var email = ""
     @State private var failure: String?
 
@@ -39,19 +80,26 @@ struct SignInView: View {
             }
             .disabled(email.isEmpty)
             if let failure { Text(failure) }
-            Text(session.status).foregroundStyle(.secondary)
+            Text(session.status).foregroundColor(.secondary)
         }
     }
 }
 
-/// The signed-in member's home: a greeting, the profile feature, and sign-out.
+/// The signed-in member's home: a greeting, the profile feature, the other accounts, a window
+/// of its own for this account, and sign-out.
 struct HomeView: View {
-    @Environment(SessionModel.self) private var session
+    @EnvironmentObject private var session: SessionModel
+    @EnvironmentObject private var environment: PublishedEnvironment<MainApp>
+    @Environment(\.openWindow) private var openWindow
 
     var body: some View {
         VStack(spacing: 16) {
             Text(session.greeting).font(.title)
             ProfileView()
+            ForEach(environment.otherAccounts, id: \.user.id) { other in
+                Button("Switch to \(other.user.name)") { try? session.switchAccount(to: String(other.user.id)) }
+            }
+            Button("Open in a new window") { openWindow(value: session.accountID ?? "") }
             Button("Sign out", role: .destructive) { session.signOut() }
         }
         .padding()
@@ -60,7 +108,7 @@ struct HomeView: View {
 
 /// The profile feature's screen: its model reads the feature's slice of the app's environment.
 struct ProfileView: View {
-    @State private var model = ProfileModel(environment: appEnvironment.slice(\.profile))
+    @StateObject private var model = ProfileModel(environment: appEnvironment.slice(\.profile))
 
     var body: some View {
         Text(model.text)
@@ -75,13 +123,7 @@ struct ProfileView: View {
 
 struct RootView_Previews: PreviewProvider {
     static var previews: some View {
-        RootView().environment(SessionModel())
-    }
-}
-
-struct SignInView_Previews: PreviewProvider {
-    static var previews: some View {
-        SignInView().environment(SessionModel())
+        WindowRoot(session: SessionModel())
     }
 }
 

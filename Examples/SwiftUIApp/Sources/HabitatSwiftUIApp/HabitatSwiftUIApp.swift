@@ -9,13 +9,16 @@ import SwiftUI
 import UIKit
 #endif
 
-/// The app: one window on the root view, with the session restored at launch.
+/// The app: a main window on the app's stack, and windows of their own per account (from a
+/// home screen's "Open in a new window"), with the sessions restored at launch.
 @main
 struct HabitatSwiftUIApp: App {
-    @State private var session = SessionModel()
+    @StateObject private var session: SessionModel
     private let sessions: SessionStore<MainApp>?
 
     init() {
+        let session = SessionModel()
+        _session = StateObject(wrappedValue: session)
         let directory = URL.applicationSupportDirectory.appending(path: "Habitat", directoryHint: .isDirectory)
         sessions = try? AppStorage.sessions(in: directory)
         if let sessions {
@@ -32,13 +35,16 @@ struct HabitatSwiftUIApp: App {
 
     var body: some Scene {
         WindowGroup {
-            RootView()
-                .environment(session)
+            WindowRoot(session: session)
                 #if canImport(UIKit)
                 .onReceive(NotificationCenter.default.publisher(for: UIApplication.protectedDataDidBecomeAvailableNotification)) { _ in
                     if let sessions { session.protectedDataDidBecomeAvailable(for: sessions) }
                 }
                 #endif
+        }
+        // A window per account: its value is the account it shows, kept across launches.
+        WindowGroup("Account", for: String.self) { $account in
+            AccountWindow(account: $account)
         }
     }
 }

@@ -69,6 +69,36 @@ struct SessionModelTests {
     }
 }
 
+/// Windows of their own: each window's model shows its account, switches alone, and a sign-out
+/// in one reaches the others.
+@Suite(.environment(appEnvironment, .test(services: .preview)))
+struct WindowModelTests {
+    @Test func eachWindowShowsItsOwnAccount() async throws {
+        let main = SessionModel()
+        try await main.signIn(email: "ada@example.com")
+        let window = SessionModel(window: WindowEnvironment(following: appEnvironment))
+        appEnvironment.addAccount(user: Account(id: 2, name: "Grace"), token: AuthToken("grace"))
+        try await waitUntil { window.environment.otherAccounts.count == 1 }
+        try window.switchAccount(to: "2")
+        #expect(window.accountID == "2")
+        try await waitUntil { window.greeting == "Hello, Grace" }
+        #expect(main.accountID == "2", "the main window shows the app's active account")
+        try main.switchAccount(to: "1")
+        try await waitUntil { main.greeting == "Hello, Ada" }
+        #expect(window.greeting == "Hello, Grace", "the main window's switch changed no other window")
+    }
+
+    @Test func aSignOutInAWindowReachesTheMainWindow() async throws {
+        let main = SessionModel()
+        try await main.signIn(email: "ada@example.com")
+        let window = SessionModel(window: WindowEnvironment(following: appEnvironment, showing: "1"))
+        window.signOut()
+        #expect(window.accountID == nil)
+        try await waitUntil { window.greeting == "Please sign in" && main.greeting == "Please sign in" }
+        #expect(appEnvironment.current.accounts.isEmpty)
+    }
+}
+
 /// The profile feature's model, tested on a slice of its own: no app, no schema.
 @Suite struct ProfileModelTests {
     @Test func showsTheSignedInMembersBio() async {

@@ -15,10 +15,11 @@
 // The accounts are one value, `SignedInAccounts`: one session per account, by construction,
 // and one rule for which account a name means (`EnvironmentSchema.accountID(of:)`, exactly).
 //
-// EVENTS are the cases of `Event`. `row(_:endingAnother:)` below is the table's fixed columns,
-// what an event publishes when it applies and whether autosave then writes it: an account's end
-// publishes `.logout` when it is the active account's, `.accountSignedOut` when it is another's
-// (`endsAnotherAccount(_:in:)`). `transition(_:_:)` is the state column, case by case. A save of a signed-out account deletes its token first
+// EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
+// publishes when it applies and whether autosave then writes it; three events publish what the
+// state decides instead (`publishes(_:in:)`): an account's end is `.logout` when it is the
+// active account's, `.accountSignedOut` when it is another's, and a window's stack names what
+// moved for it. `transition(_:_:)` is the state column, case by case. A save of a signed-out account deletes its token first
 // (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
 //
 // A REFRESH has states of its own, `RefreshStep`: looking at the session, completing an
@@ -54,6 +55,9 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case refreshed(from: AuthToken, to: AuthToken, user: App.User?)
         case refreshEnded(from: AuthToken)
         case storeChanged(Session?, others: [Session], replacing: String?)
+        /// A window's stack takes what the app's stack holds (``WindowEnvironment``): the account
+        /// it shows, or none, the others, and the configuration; `cause` is the app's change.
+        case followed(Session?, others: [Session], config: App.Config, cause: EnvironmentChangeKind)
     }
 
     /// What an event did to the state.
@@ -80,13 +84,10 @@ package enum SessionMachine<App: EnvironmentSchema> {
 
     /// The table's fixed columns: the change `event` publishes when it applies, and whether
     /// autosave writes the state it leaves.
-    /// - Parameter endingAnother: Whether the event ends an account that isn't the active one
-    ///   (``endsAnotherAccount(_:in:)``): it publishes ``EnvironmentChangeKind/accountSignedOut``,
-    ///   never ``EnvironmentChangeKind/logout``, which means the active session ended.
+    /// For the events ``decidesByState(_:)`` names, what they publish is ``publishes(_:in:)``'s.
     @inlinable
-    package static func row(_ event: Event, endingAnother: Bool = false) -> (publishes: EnvironmentChangeKind, saves: Bool) {
-        if endingAnother { return (.accountSignedOut, true) }
-        return switch event {
+    package static func row(_ event: Event) -> (publishes: EnvironmentChangeKind, saves: Bool) {
+        switch event {
         case .login, .addAccount: (.login, true)
         case .switchAccount: (.accountSwitched, true)
         case .logout, .logoutAccount, .logoutAll, .refreshEnded: (.logout, true)
@@ -97,26 +98,45 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case .tokenReadable: (.restore, true)
         case .refreshed: (.refresh, true)
         case .storeChanged: (.storeChanged, false)
+        case .followed: (.storeChanged, false)
         }
     }
 
-    /// Whether `event` may end an account that isn't the active one, whatever the state.
+    /// Whether what `event` publishes depends on the state it applies to: ``publishes(_:in:)``.
     @inlinable
-    package static func mayEndAnotherAccount(_ event: Event) -> Bool {
+    package static func decidesByState(_ event: Event) -> Bool {
         switch event {
-        case .logoutAccount, .refreshEnded: true
+        case .logoutAccount, .refreshEnded, .followed: true
         default: false
         }
     }
 
-    /// Whether `event`, on `environment`, ends an account that isn't the active one: a sign-out
-    /// of another account, or the end of its refresh.
-    @inlinable
-    package static func endsAnotherAccount(_ event: Event, in environment: HabitatEnvironment<App>) -> Bool {
+    /// The change `event` publishes when it applies to `environment`: the row's, but
+    /// ``EnvironmentChangeKind/logout`` only when the active account's session ends (another
+    /// account's end is ``EnvironmentChangeKind/accountSignedOut``), and for a window's stack
+    /// (`followed`) what moved for it: its account signed out, signed in (an account it didn't
+    /// hold), switched, its token
+    /// rotated or read, another account signed out, a user's data, the configuration, or else
+    /// ``EnvironmentChangeKind/storeChanged`` (an account signed in elsewhere).
+    @usableFromInline
+    package static func publishes(_ event: Event, in environment: HabitatEnvironment<App>) -> EnvironmentChangeKind {
         switch event {
-        case .logoutAccount(let name): environment.position(named: name).map { $0 != .active } ?? false
-        case .refreshEnded(let old): environment.position(holding: old).map { $0 != .active } ?? false
-        default: false
+        case .logoutAccount(let name):
+            environment.position(named: name).map { $0 == .active ? .logout : .accountSignedOut } ?? .logout
+        case .refreshEnded(let old):
+            environment.position(holding: old).map { $0 == .active ? .logout : .accountSignedOut } ?? .logout
+        case .followed(let shown, let others, _, let cause):
+            switch (environment.activeSession, shown) {
+            case (_?, nil): .logout
+            case (nil, _?): .login
+            case (_?, let new?) where environment.position(named: App.accountID(of: new.user)) == nil: .login
+            case (let old?, let new?) where App.accountID(of: old.user) != App.accountID(of: new.user): .accountSwitched
+            case (let old?, let new?) where old.state == .awaitingToken && new.state != .awaitingToken: .restore
+            case (let old?, let new?) where old.token != new.token: .refresh
+            case _ where others.count < environment.otherSessions.count: .accountSignedOut
+            default: cause == .userUpdated || cause == .configUpdated ? cause : .storeChanged
+            }
+        default: row(event).publishes
         }
     }
 
@@ -190,6 +210,11 @@ package enum SessionMachine<App: EnvironmentSchema> {
             guard environment.activeSession?.token.secret == replacing else { return .superseded }
             if environment.holds(active: stored, others: others) { return .unchanged }
             environment.setAll(active: stored, others: others)
+        // any -> the accounts and configuration the app's stack holds, the window's account
+        // active (users and configurations can't be compared: always applied).
+        case .followed(let shown, let others, let config, _):
+            environment.config = config
+            environment.setAll(active: shown, others: others)
         }
         environment.applySession()
         return .applied

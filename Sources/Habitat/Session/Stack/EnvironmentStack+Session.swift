@@ -230,21 +230,24 @@ extension EnvironmentStack {
     ) -> SessionMachine<App>.Outcome {
         let row = SessionMachine.row(event)
         var outcome = SessionMachine<App>.Outcome.unchanged
-        // NB: the kind an event publishes may depend on the state (another account's end is
-        // not a `.logout`): a write whose state decides another kind than its frame's is
-        // declined, and written again with that kind.
-        let mayEndAnother = SessionMachine.mayEndAnotherAccount(event)
-        var endingAnother = false
+        // NB: what a few events publish depends on the state (another account's end is not a
+        // `.logout`): a write whose state decides another kind than its frame's is declined,
+        // and written again with that kind.
+        let decidesByState = SessionMachine.decidesByState(event)
+        var kind = row.publishes
         var again = true
         while again {
             again = false
-            state.update(FrameOrigin(endingAnother ? .accountSignedOut : row.publishes, fileID: fileID, line: line)) { environment in
+            state.update(FrameOrigin(kind, fileID: fileID, line: line)) { environment in
                 // NB: a write may run its change again on a newer top; each run decides afresh.
                 inspect(&environment)
-                if mayEndAnother, SessionMachine.endsAnotherAccount(event, in: environment) != endingAnother {
-                    endingAnother.toggle()
-                    again = true
-                    return false
+                if decidesByState {
+                    let decided = SessionMachine.publishes(event, in: environment)
+                    if decided != kind {
+                        kind = decided
+                        again = true
+                        return false
+                    }
                 }
                 outcome = SessionMachine.transition(event, &environment)
                 return outcome.isApplied
