@@ -83,8 +83,9 @@ import Testing
                 return .unchanged
             case .logoutAll:
                 guard active != nil || !others.isEmpty else { return .unchanged }
+                let kind: EnvironmentChangeKind = active == nil ? .accountSignedOut : .logout
                 take(nil, [])
-                return .publishes(.logout, saves: true)
+                return .publishes(kind, saves: true)
             case .updateUser:
                 guard active != nil else { return .refused }
                 active?.user.name = newName

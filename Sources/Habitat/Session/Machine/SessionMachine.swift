@@ -16,7 +16,7 @@
 // and one rule for which account a name means (`EnvironmentSchema.accountID(of:)`, exactly).
 //
 // EVENTS are the cases of `Event`. `row(_:)` below is the table's fixed columns, what an event
-// publishes when it applies and whether autosave then writes it; three events publish what the
+// publishes when it applies and whether autosave then writes it; four events publish what the
 // state decides instead (`publishes(_:in:)`): an account's end is `.logout` when it is the
 // active account's, `.accountSignedOut` when it is another's, and a window's stack names what
 // moved for it. `transition(_:_:)` is the state column, case by case. A save of a signed-out account deletes its token first
@@ -106,14 +106,15 @@ package enum SessionMachine<App: EnvironmentSchema> {
     @inlinable
     package static func decidesByState(_ event: Event) -> Bool {
         switch event {
-        case .logoutAccount, .refreshEnded, .followed: true
+        case .logoutAccount, .logoutAll, .refreshEnded, .followed: true
         default: false
         }
     }
 
     /// The change `event` publishes when it applies to `environment`: the row's, but
     /// ``EnvironmentChangeKind/logout`` only when the active account's session ends (another
-    /// account's end is ``EnvironmentChangeKind/accountSignedOut``), and for a window's stack
+    /// account's end, or every account's while none is active, is
+    /// ``EnvironmentChangeKind/accountSignedOut``), and for a window's stack
     /// (`followed`) what moved for it: its account signed out, signed in (an account it didn't
     /// hold), switched, its token
     /// rotated or read, another account signed out, a user's data, the configuration, or else
@@ -125,6 +126,8 @@ package enum SessionMachine<App: EnvironmentSchema> {
             environment.position(named: name).map { $0 == .active ? .logout : .accountSignedOut } ?? .logout
         case .refreshEnded(let old):
             environment.position(holding: old).map { $0 == .active ? .logout : .accountSignedOut } ?? .logout
+        case .logoutAll:
+            environment.activeSession == nil ? .accountSignedOut : .logout
         case .followed(let shown, let others, _, let cause):
             switch (environment.activeSession, shown) {
             case (_?, nil): .logout
