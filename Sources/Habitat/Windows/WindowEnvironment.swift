@@ -31,6 +31,11 @@
 public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
     /// The window's own stack: its views read it (``EnvironmentStack/current``), follow it
     /// (``PublishedEnvironment``, ``ObservableEnvironment``) and may push frames on it.
+    ///
+    /// Sign in, out and switch through the window (``login(user:token:fileID:line:)``,
+    /// ``logout(fileID:line:)``, ``switchAccount(to:fileID:line:)``), never through this stack's
+    /// own session methods: the app's stack keeps the sessions, and its next change replaces
+    /// whatever this stack's own calls did.
     public let stack: EnvironmentStack<App>
     /// The app's stack the window follows.
     public let app: EnvironmentStack<App>
