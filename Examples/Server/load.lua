@@ -17,7 +17,8 @@ end
 local secret = os.getenv("HABITAT_LOAD_TEST_SECRET") or ""
 
 function request()
-  local id = math.random(1, 1000)
+  -- The load test's members: ids 1,000,001 to 1,001,000, apart from the real members'.
+  local id = 1000000 + math.random(1, 1000)
   return wrk.format("GET", "/load/me", { ["Authorization"] = "Bearer tok-" .. id .. "-" .. secret })
 end
 

@@ -4,7 +4,7 @@
 //
 // Serves the example app on 127.0.0.1 (port 8080 by default). `--load-test` (loopback only)
 // adds the load test's route `GET /load/me` and the bearer tokens `tok-<id>-<secret>` for
-// members 1...1,000, the secret taken from HABITAT_LOAD_TEST_SECRET (32 characters or more:
+// the load test's 1,000 members (ids 1,000,001 on, apart from the real members'), the secret taken from HABITAT_LOAD_TEST_SECRET (32 characters or more:
 // `load.sh` makes a random one per run); `--variant` picks how that route passes per-request
 // values. The app's own routes always use Habitat, and its members sign in with passwords.
 // `--backend postgres` keeps the members' sessions in the database `--database` names (or
@@ -27,9 +27,10 @@ guard let variant = Variant(rawValue: value(of: "--variant") ?? "habitat") else 
 }
 let loadTestSecret: String?
 if arguments.contains("--load-test") {
-    guard let secret = ProcessInfo.processInfo.environment["HABITAT_LOAD_TEST_SECRET"], secret.count >= loadTestSecretMinimumLength else {
+    guard let secret = ProcessInfo.processInfo.environment["HABITAT_LOAD_TEST_SECRET"] else {
         fail("--load-test needs HABITAT_LOAD_TEST_SECRET, \(loadTestSecretMinimumLength) random characters or more")
     }
+    if let problem = loadTestSecretProblem(secret) { fail("--load-test: \(problem)") }
     loadTestSecret = secret
 } else if value(of: "--variant") != nil {
     fail("--variant picks the load test's variant: it needs --load-test")

@@ -184,6 +184,22 @@ public struct ServerSetupError: Error, CustomStringConvertible {
 /// The shortest load-test secret accepted: 32 characters (128 bits as hex).
 public let loadTestSecretMinimumLength = 32
 
+/// The fewest different characters a load-test secret may have: a random hex secret of 32
+/// characters has about 14; 32 x `a`, or `abab...`, is refused.
+public let loadTestSecretMinimumVariety = 8
+
+/// Why `secret` can't be a load-test secret, or `nil` when it can: long enough
+/// (``loadTestSecretMinimumLength``) and varied enough (``loadTestSecretMinimumVariety``).
+public func loadTestSecretProblem(_ secret: String) -> String? {
+    if secret.count < loadTestSecretMinimumLength {
+        return "the load-test secret must be at least \(loadTestSecretMinimumLength) characters"
+    }
+    if Set(secret).count < loadTestSecretMinimumVariety {
+        return "the load-test secret must have at least \(loadTestSecretMinimumVariety) different characters: use random ones"
+    }
+    return nil
+}
+
 /// Where the fleet's sessions live.
 public enum BackendChoice: Sendable, Equatable {
     /// In this process's memory: one instance.
@@ -203,11 +219,12 @@ public let sessionPurgeInterval = Duration.seconds(600)
 /// (`CachedSessionBackend`).
 ///
 /// With a `loadTestSecret` (load-test mode, loopback only), it also serves the load route of
-/// `variant` and `GET /stats`, and members 1...1,000 sign in with the bearer tokens
-/// `tok-<id>-<loadTestSecret>` (``loadTestToken(_:secret:)``). Without one, no such token exists:
-/// members sign in with their passwords.
+/// `variant` and `GET /stats`, and the load test's 1,000 members (``loadTestMemberID(_:)``, apart
+/// from the real ones) sign in with the bearer tokens `tok-<id>-<loadTestSecret>`
+/// (``loadTestToken(_:secret:)``). Without one, no such token exists: members sign in with their
+/// passwords.
 /// - Throws: ``ServerSetupError`` for load-test mode on an address that isn't loopback, or with
-///   a secret shorter than ``loadTestSecretMinimumLength``.
+///   a secret that is short or of low variety (``loadTestSecretProblem(_:)``).
 public func buildApplication(
     variant: Variant = .habitat,
     loadTestSecret: String? = nil,
@@ -222,8 +239,8 @@ public func buildApplication(
         guard ["127.0.0.1", "::1", "localhost"].contains(host) else {
             throw ServerSetupError(description: "load-test mode serves loopback only, not \(host)")
         }
-        guard loadTestSecret.count >= loadTestSecretMinimumLength else {
-            throw ServerSetupError(description: "the load-test secret must be at least \(loadTestSecretMinimumLength) characters")
+        if let problem = loadTestSecretProblem(loadTestSecret) {
+            throw ServerSetupError(description: problem)
         }
         appEnvironment.current.services.members.seedLoadTestMembers(1_000, secret: variant == .habitatSessions ? nil : loadTestSecret)
     }
@@ -276,7 +293,8 @@ public func buildApplication(
 func seedLoadTestSessions(_ count: Int, secret: String) async throws {
     let services = appEnvironment.current.services
     let stale = UpstreamToken(accessToken: "", refreshToken: "-", expiresAt: .distantPast)
-    for id in 1...count {
+    for n in 1...count {
+        let id = loadTestMemberID(n)
         guard let member = services.members.member(id: id) else { continue }
         let value = try JSONEncoder().encode(MemberSession(member: member, upstream: stale))
         do {

@@ -69,13 +69,15 @@ public final class MemberDirectory: @unchecked Sendable {
         }
     }
 
-    /// Members 1...count, each with the bearer token `tok-<id>-<secret>`, for the load test
-    /// only: the server makes them when started with `--load-test` (loopback only), with a
-    /// secret of the run's own.
+    /// The load test's members 1...count (ids ``loadTestMemberID(_:)``, apart from every real
+    /// member's, named `load-test-<n>`), each with the bearer token `tok-<id>-<secret>`, for the
+    /// load test only: the server makes them when started with `--load-test` (loopback only),
+    /// with a secret of the run's own. No real member gets a load-test token.
     public func seedLoadTestMembers(_ count: Int, secret: String?) {
         withState {
-            for id in 1...count {
-                if $0.members[id] == nil { $0.members[id] = Member(id: id, name: "member-\(id)") }
+            for n in 1...count {
+                let id = loadTestMemberID(n)
+                if $0.members[id] == nil { $0.members[id] = Member(id: id, name: "load-test-\(n)") }
                 if let secret { $0.tokens[loadTestToken(id, secret: secret)] = (id, nil) }
             }
         }
@@ -154,6 +156,10 @@ public final class MemberDirectory: @unchecked Sendable {
 
 /// The load test's bearer token for member `id`: `tok-<id>-<secret>`.
 public func loadTestToken(_ id: Int, secret: String) -> String { "tok-\(id)-\(secret)" }
+
+/// The id of the load test's member `n` (1...1,000): from 1,000,001 on, so no load-test token
+/// names a real member (`tok-1-<secret>` signs nobody in).
+public func loadTestMemberID(_ n: Int) -> Int { 1_000_000 + n }
 
 /// A second service a handler calls: it reads the request's member from the environment itself.
 public struct ProjectCatalog: Sendable {

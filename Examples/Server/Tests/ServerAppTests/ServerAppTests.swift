@@ -27,8 +27,8 @@ import Testing
         try buildApplication(variant: variant, loadTestSecret: Self.secret, port: 0)
     }
 
-    /// Member `id`'s load-test token.
-    func token(_ id: Int) -> String { loadTestToken(id, secret: Self.secret) }
+    /// The load test's member `n`'s token (its id is ``loadTestMemberID(_:)``).
+    func token(_ n: Int) -> String { loadTestToken(loadTestMemberID(n), secret: Self.secret) }
 
     func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
 
@@ -40,13 +40,13 @@ import Testing
         try await app().test(.router) { client in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for round in 0..<100 {
-                    let id = round % 2 == 0 ? 11 : 12
+                    let n = round % 2 == 0 ? 11 : 12
                     group.addTask {
-                        let profile = try await client.execute(uri: "/me", method: .get, headers: self.bearer(self.token(id)))
+                        let profile = try await client.execute(uri: "/me", method: .get, headers: self.bearer(self.token(n)))
                         #expect(profile.status == .ok)
-                        #expect(try self.decode(Profile.self, profile).id == id)
-                        let projects = try self.decode(Projects.self, try await client.execute(uri: "/projects", method: .get, headers: self.bearer(self.token(id))))
-                        let name = "member-\(id)"
+                        #expect(try self.decode(Profile.self, profile).id == loadTestMemberID(n))
+                        let projects = try self.decode(Projects.self, try await client.execute(uri: "/projects", method: .get, headers: self.bearer(self.token(n))))
+                        let name = "load-test-\(n)"
                         #expect(projects.projects == ["\(name)'s notes", "\(name)'s garden"], "read by a service after an await")
                         #expect(projects.fromTaskGroup == [name, name], "child tasks follow the request")
                         #expect(projects.fromTask == name, "an unstructured Task follows the request")
@@ -64,12 +64,12 @@ import Testing
         try await app().test(.router) { client in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for round in 0..<50 {
-                    let id = 11 + round % 3
+                    let n = 11 + round % 3
                     group.addTask {
-                        let response = try await client.execute(uri: "/api/me", method: .get, headers: self.bearer(self.token(id)))
+                        let response = try await client.execute(uri: "/api/me", method: .get, headers: self.bearer(self.token(n)))
                         #expect(response.status == .ok)
                         let me = try self.decode(Me.self, response)
-                        #expect(me.id == id && me.name == "member-\(id)")
+                        #expect(me.id == loadTestMemberID(n) && me.name == "load-test-\(n)")
                         #expect(!me.requestID.isEmpty, "the request's ID, bound with the environment")
                     }
                 }
@@ -87,8 +87,8 @@ import Testing
                 for id in 1...200 {
                     group.addTask {
                         let echo = try self.decode(Echo.self, try await client.execute(uri: "/load/me", method: .get, headers: self.bearer(self.token(id))))
-                        #expect(echo.sent == id)
-                        #expect(echo.user == id)
+                        #expect(echo.sent == loadTestMemberID(id))
+                        #expect(echo.user == loadTestMemberID(id))
                     }
                 }
                 try await group.waitForAll()
@@ -149,7 +149,7 @@ import Testing
             )
             #expect(try decode(Profile.self, renamed).name == "Nine Hundred")
             let other = try decode(Profile.self, try await client.execute(uri: "/me", method: .get, headers: bearer(token(901))))
-            #expect(other.name == "member-901")
+            #expect(other.name == "load-test-901")
         }
         #expect(appEnvironment.current.currentUser == nil, "the update stayed in the request's scope")
     }
@@ -263,6 +263,27 @@ import Testing
     @Test func loadTestModeServesLoopbackOnlyWithALongSecret() {
         #expect(throws: ServerSetupError.self) { try buildApplication(loadTestSecret: Self.secret, host: "0.0.0.0", port: 0) }
         #expect(throws: ServerSetupError.self) { try buildApplication(loadTestSecret: "short", port: 0) }
+        for lowVariety in [String(repeating: "a", count: 32), String(repeating: "ab", count: 24), String(repeating: "0123456", count: 6)] {
+            #expect(throws: ServerSetupError.self) { try buildApplication(loadTestSecret: lowVariety, port: 0) }
+            #expect(loadTestSecretProblem(lowVariety)?.contains("different characters") == true)
+        }
+        #expect(loadTestSecretProblem(Self.secret) == nil)
+    }
+
+    /// The load test's members are not the real ones: `tok-<real id>-<secret>` signs nobody in,
+    /// and seeding leaves every real member as it was.
+    @Test func loadTestAccountsAreApartFromRealOnes() async throws {
+        let members = MemberDirectory()
+        members.seedLoadTestMembers(1_000, secret: Self.secret)
+        #expect(members.member(id: 1)?.name == "Ada" && members.member(id: 2)?.name == "Grace")
+        #expect(members.member(forToken: loadTestToken(1, secret: Self.secret)) == nil, "Ada has no load-test token")
+        #expect(members.member(forToken: loadTestToken(2, secret: Self.secret)) == nil)
+        #expect(members.member(forToken: loadTestToken(loadTestMemberID(1), secret: Self.secret))?.name == "load-test-1")
+        #expect(members.member(id: loadTestMemberID(1_000))?.name == "load-test-1000")
+        try await app().test(.router) { client in
+            let real = try await client.execute(uri: "/me", method: .get, headers: bearer(loadTestToken(1, secret: Self.secret)))
+            #expect(real.status == .unauthorized)
+        }
     }
 
     @Test func fiveWrongPasswordsRefuseTheNameForAMinute() {
