@@ -7,17 +7,18 @@ public import PostgresNIO
 /// database they already share.
 ///
 /// Two tables (``migrate()`` creates them): `habitat_sessions` (id, data, version, expires) and
-/// `habitat_leases` (name, holder, deadline), and a trigger that tells every committed change
+/// `habitat_leases` (name, holder, deadline), two for limits across instances
+/// (`habitat_attempts`, `habitat_owned_sessions`), and a trigger that tells every committed change
 /// of a session on the channel `habitat_sessions` (``PostgresSessionChanges`` listens to it). Through `ServerSessions`, a session's `id` column
 /// holds the SHA-256 of its ID (`StoredSession.key(for:)`), never the ID itself. Each operation
-/// is one statement, so it needs no transaction and holds no lock past itself:
+/// is one statement or one short transaction, and holds no lock past itself:
 ///
 /// - a versioned write is `UPDATE … WHERE id = $1 AND version = $2`: of two writers that read
 ///   one version, the database lets exactly one through, and the other gets
 ///   ``SessionBackendError/versionConflict(id:expected:current:)``;
-/// - a lease is an `INSERT … ON CONFLICT DO UPDATE … WHERE deadline <= now()`: taken only when
-///   free or lapsed, so a crashed holder's lease ends at its deadline, with no lock held while
-///   the holder calls an upstream server;
+/// - a lease is taken in a short transaction (an advisory lock on its name, its row locked,
+///   then an upsert): only when free or lapsed, so a crashed holder's lease ends at its
+///   deadline, with no lock held while the holder calls an upstream server;
 /// - expiries and deadlines are counted on the database's clock (`now()`; a lease's deadline by
 ///   `clock_timestamp()`, the clock at the check, so a statement that waited on a lock can't
 ///   pass a lease that lapsed meanwhile), the one clock every instance shares.
@@ -59,6 +60,14 @@ public struct PostgresSessionBackend: SessionBackend {
                         id text PRIMARY KEY, data bytea NOT NULL, version bigint NOT NULL, expires timestamptz NOT NULL
                     );
                     CREATE TABLE IF NOT EXISTS habitat_leases (name text PRIMARY KEY, holder text NOT NULL, deadline timestamptz NOT NULL);
+                    -- Attempts (sign-ins per name) and the sessions each owner holds, for limits
+                    -- that hold across instances.
+                    CREATE TABLE IF NOT EXISTS habitat_attempts (key text NOT NULL, at timestamptz NOT NULL);
+                    CREATE INDEX IF NOT EXISTS habitat_attempts_key ON habitat_attempts (key, at);
+                    CREATE TABLE IF NOT EXISTS habitat_owned_sessions (
+                        id text PRIMARY KEY, owner text NOT NULL, at timestamptz NOT NULL
+                    );
+                    CREATE INDEX IF NOT EXISTS habitat_owned_sessions_owner ON habitat_owned_sessions (owner, at);
                     -- The change feed (PostgresSessionChanges): every committed write or removal,
                     -- whoever made it, as "<id> <version>" or "<id> -".
                     CREATE OR REPLACE FUNCTION habitat_sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $f$
@@ -96,7 +105,77 @@ public struct PostgresSessionBackend: SessionBackend {
             for try await _ in try await client.query("DELETE FROM habitat_sessions WHERE expires <= now() RETURNING id", logger: logger) {
                 count += 1
             }
+            try await client.query(
+                "DELETE FROM habitat_owned_sessions o WHERE NOT EXISTS (SELECT 1 FROM habitat_sessions s WHERE s.id = o.id)",
+                logger: logger
+            )
             return count
+        }
+    }
+
+    public func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool {
+        // NB: one transaction under an advisory lock on the key: the count and the insert are
+        // one step for every instance, so concurrent attempts can't pass the limit together.
+        let seconds = window.seconds
+        return try await inTransaction(lockingKey: "attempts:" + key) { connection, logger in
+            try await connection.query(
+                "DELETE FROM habitat_attempts WHERE key = \(key) AND at <= clock_timestamp() - make_interval(secs => \(seconds))",
+                logger: logger
+            )
+            let recorded = try await connection.query(
+                """
+                INSERT INTO habitat_attempts (key, at)
+                SELECT \(key), clock_timestamp() WHERE (SELECT count(*) FROM habitat_attempts WHERE key = \(key)) < \(Int64(limit))
+                RETURNING 1
+                """, logger: logger
+            ).first(decoding: Int32.self)
+            return recorded != nil
+        }
+    }
+
+    public func forgetAttempts(_ key: String) async throws(SessionBackendError) {
+        try await run { try await client.query("DELETE FROM habitat_attempts WHERE key = \(key)", logger: logger) }
+    }
+
+    public func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String] {
+        try await inTransaction(lockingKey: "owner:" + owner) { connection, logger in
+            try await connection.query(
+                """
+                INSERT INTO habitat_owned_sessions (id, owner, at) VALUES (\(id), \(owner), clock_timestamp())
+                ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, at = EXCLUDED.at
+                """, logger: logger
+            )
+            var ended: [String] = []
+            let rows = try await connection.query(
+                """
+                DELETE FROM habitat_owned_sessions WHERE id IN (
+                    SELECT id FROM habitat_owned_sessions WHERE owner = \(owner) ORDER BY at DESC, id OFFSET \(Int64(limit))
+                ) RETURNING id
+                """, logger: logger
+            )
+            for try await id in rows.decode(String.self) { ended.append(id) }
+            return ended
+        }
+    }
+
+    /// Runs `body` in a transaction that holds an advisory lock on `key` (released at its end).
+    private func inTransaction<R: Sendable>(
+        lockingKey key: String,
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> R
+    ) async throws(SessionBackendError) -> R {
+        try await run { [logger] in
+            try await client.withConnection { connection in
+                _ = try await connection.query("BEGIN", logger: logger)
+                do {
+                    _ = try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(key)))", logger: logger)
+                    let result = try await body(connection, logger)
+                    _ = try await connection.query("COMMIT", logger: logger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
         }
     }
 
@@ -221,40 +300,31 @@ public struct PostgresSessionBackend: SessionBackend {
     }
 
     public func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool {
-        let taken = try await run {
-            try await client.query(
+        try await takeLease(name, holder: holder, duration: duration) != .busy
+    }
+
+    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
+        // NB: in one transaction under an advisory lock on the lease, the row locked first: the
+        // holder read is the current one. One statement read it from its snapshot, while its
+        // upsert saw a release committed since: a lease released normally was reported taken
+        // over lapsed (seen in the add-on's tests, under load), which ends a session.
+        try await inTransaction(lockingKey: "lease:" + name) { connection, logger in
+            var previous: (String, Bool)?
+            let rows = try await connection.query(
+                "SELECT holder, deadline <= clock_timestamp() FROM habitat_leases WHERE name = \(name) FOR UPDATE", logger: logger
+            )
+            for try await row in rows.decode((String, Bool).self) { previous = row }
+            if let previous, !previous.1, previous.0 != holder { return .busy }
+            try await connection.query(
                 """
                 INSERT INTO habitat_leases (name, holder, deadline)
                 VALUES (\(name), \(holder), clock_timestamp() + make_interval(secs => \(duration.seconds)))
                 ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, deadline = EXCLUDED.deadline
-                WHERE habitat_leases.deadline <= clock_timestamp() OR habitat_leases.holder = EXCLUDED.holder
-                RETURNING holder
                 """, logger: logger
-            ).first(decoding: String.self)
+            )
+            guard let previous, previous.0 != holder else { return .taken }
+            return .takenOverLapsed(previousHolder: previous.0)
         }
-        return taken != nil
-    }
-
-    public func takeLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> LeaseTake {
-        // NB: `previous` reads the row as it was before this statement's upsert (the statement's
-        // sub-statements share one snapshot; `FOR UPDATE` would skip the row the upsert changes):
-        // a holder other than this one there, with the upsert taken, is a lapsed lease taken over.
-        let row = try await run {
-            try await client.query(
-                """
-                WITH previous AS (SELECT holder FROM habitat_leases WHERE name = \(name)),
-                     taken AS (
-                         INSERT INTO habitat_leases (name, holder, deadline)
-                         VALUES (\(name), \(holder), clock_timestamp() + make_interval(secs => \(duration.seconds)))
-                         ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, deadline = EXCLUDED.deadline
-                         WHERE habitat_leases.deadline <= clock_timestamp() OR habitat_leases.holder = EXCLUDED.holder
-                         RETURNING holder)
-                SELECT (SELECT count(*) FROM taken), coalesce((SELECT holder FROM previous), ''), 0
-                """, logger: logger
-            ).first(decoding: (Int64, String, Int64).self)
-        }
-        guard let row, row.0 == 1 else { return .busy }
-        return row.1.isEmpty || row.1 == holder ? .taken : .takenOverLapsed(previousHolder: row.1)
     }
 
     public func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) {

@@ -275,6 +275,18 @@ public final class CachedSessionBackend: SessionBackend {
         try await base.purgeExpired()
     }
 
+    public func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.recordAttempt(key, limit: limit, within: window)
+    }
+
+    public func forgetAttempts(_ key: String) async throws(SessionBackendError) {
+        try await base.forgetAttempts(key)
+    }
+
+    public func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String] {
+        try await base.recordSession(id, owner: owner, limit: limit)
+    }
+
     /// Runs a write of session `id`, dropping its copy before and after (whatever the write did,
     /// the next read takes the store's).
     private func dropping<R>(_ id: String, _ write: () async throws(SessionBackendError) -> R) async throws(SessionBackendError) -> R {

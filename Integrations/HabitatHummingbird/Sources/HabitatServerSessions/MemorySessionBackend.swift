@@ -17,6 +17,8 @@ public final class MemorySessionBackend: SessionBackend {
         /// Read freely; written only through `put(_:_:)`, which tells the followers.
         var sessions: [String: Entry] = [:]
         var leases: [String: (holder: String, deadline: ContinuousClock.Instant)] = [:]
+        var attempts: [String: [ContinuousClock.Instant]] = [:]
+        var owned: [String: [String]] = [:]
         var followers: [UInt64: @Sendable (SessionChange) -> Void] = [:]
         var nextFollower: UInt64 = 0
         /// The changes made under the lock, told once it is released.
@@ -143,6 +145,30 @@ public final class MemorySessionBackend: SessionBackend {
         }
     }
 
+    public func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool {
+        try withState { state, now in
+            var recent = state.attempts[key, default: []].filter { now - $0 < window }
+            let recorded = recent.count < limit
+            if recorded { recent.append(now) }
+            state.attempts[key] = recent.isEmpty ? nil : recent
+            return recorded
+        }
+    }
+
+    public func forgetAttempts(_ key: String) async throws(SessionBackendError) {
+        try withState { state, _ in state.attempts[key] = nil }
+    }
+
+    public func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String] {
+        try withState { state, _ in
+            var held = state.owned[owner, default: []].filter { $0 != id }
+            held.append(id)
+            let excess = Array(held.prefix(max(0, held.count - limit)))
+            state.owned[owner] = Array(held.dropFirst(excess.count))
+            return excess
+        }
+    }
+
     @discardableResult
     public func purgeExpired() async throws(SessionBackendError) -> Int {
         try withState { state, now in
@@ -153,6 +179,10 @@ public final class MemorySessionBackend: SessionBackend {
             }
             let expired = state.sessions.filter { $0.value.expires <= now }.keys
             for id in expired { state.put(id, nil) }
+            state.owned = state.owned.compactMapValues { held in
+                let live = held.filter { state.sessions[$0] != nil }
+                return live.isEmpty ? nil : live
+            }
             return expired.count
         }
     }

@@ -86,6 +86,22 @@ public protocol SessionBackend: Sendable {
     /// entries itself (a key-value store with time-to-live); a backend that keeps them must
     /// implement it.
     func purgeExpired() async throws(SessionBackendError) -> Int
+
+    /// Records an attempt under `key` (a sign-in for a name, say) for every instance sharing this
+    /// backend, when fewer than `limit` were recorded within the last `window`; returns whether it
+    /// did. The check and the record are one step, so concurrent callers, on one instance or
+    /// several, never pass the limit together: record before the costly work (hashing a
+    /// password), not after it.
+    func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool
+
+    /// Forgets the attempts recorded under `key` (the sign-in succeeded).
+    func forgetAttempts(_ key: String) async throws(SessionBackendError)
+
+    /// Records that `owner` holds the session stored under `id` (its ``StoredSession/key(for:)``),
+    /// for every instance sharing this backend; returns the owner's oldest sessions past `limit`,
+    /// which the caller ends, and which are counted no more. A cap on sessions per member that
+    /// holds across instances and restarts.
+    func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String]
 }
 
 /// What ``SessionBackend/takeLease(_:holder:duration:)`` did.

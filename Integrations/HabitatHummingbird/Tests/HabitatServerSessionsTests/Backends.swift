@@ -93,6 +93,13 @@ extension ForwardingBackend {
         try await base.releaseLease(name, holder: holder)
     }
     func purgeExpired() async throws(SessionBackendError) -> Int { try await base.purgeExpired() }
+    func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool {
+        try await base.recordAttempt(key, limit: limit, within: window)
+    }
+    func forgetAttempts(_ key: String) async throws(SessionBackendError) { try await base.forgetAttempts(key) }
+    func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String] {
+        try await base.recordSession(id, owner: owner, limit: limit)
+    }
 }
 
 /// A memory backend that counts its purges and fails every second one (the database away).

@@ -377,11 +377,13 @@ import Testing
             let stored = try await backend.create(id: "fenced-\(UUID().uuidString)", data: Data("v1".utf8), expiresIn: .seconds(60))
             let first = LeaseClaim(name: "refresh:\(stored.id)", holder: "first-\(UUID().uuidString)")
             let second = LeaseClaim(name: first.name, holder: "second-\(UUID().uuidString)")
-            #expect(try await backend.acquireLease(first.name, holder: first.holder, duration: .milliseconds(300)))
+            // NB: a lease of 2 s, not less: under the thread sanitizer, on a loaded machine, the
+            // first write once came more than 300 ms after the lease was taken.
+            #expect(try await backend.acquireLease(first.name, holder: first.holder, duration: .seconds(2)))
             let written = try await backend.set(id: stored.id, data: Data("v2".utf8), expiresIn: .seconds(60), expectedVersion: 1, fencedBy: first)
             #expect(written.version == 2)
 
-            try await Task.sleep(for: .milliseconds(500))   // the first holder stalls past its lease
+            try await Task.sleep(for: .milliseconds(2_500))   // the first holder stalls past its lease
             await #expect(throws: SessionBackendError.leaseLapsed(id: stored.id)) {
                 try await backend.set(id: stored.id, data: Data("late".utf8), expiresIn: .seconds(60), expectedVersion: 2, fencedBy: first)
             }
