@@ -144,6 +144,31 @@ for pass in $(seq 1 "$passes"); do
     done
 done
 
+# GET /load/me during a sign-in flood: 8 clients sign in as unknown names all the while (each a
+# password hash; past the hashing pool's queue, a 503 at once), beside the same run without
+# them, on the habitat variant. The hashes run on threads of their own, so reads go on.
+c=${connections%% *}
+"$server" --load-test --variant habitat --port "$port" > /dev/null 2>&1 &
+pid=$!
+wait_for_port
+wrk -t 1 -c "$c" -d 1s -s load.lua "http://127.0.0.1:$port/load/me" > /dev/null   # warm-up
+quiet=$(wrk -t 1 -c "$c" -d "${duration}s" --timeout 10s -s load.lua "http://127.0.0.1:$port/load/me")
+flood_out=$(mktemp)
+wrk -t 1 -c 8 -d "$((duration + 2))s" --timeout 10s -s flood.lua "http://127.0.0.1:$port/signin" > "$flood_out" &
+flood=$!
+sleep 1
+loud=$(wrk -t 1 -c "$c" -d "${duration}s" --timeout 10s -s load.lua "http://127.0.0.1:$port/load/me")
+wait "$flood" || true
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+quiet_p99=$(awk '/^LATENCY/ {printf "%.3f", $5 / 1000}' <<< "$quiet")
+loud_p99=$(awk '/^LATENCY/ {printf "%.3f", $5 / 1000}' <<< "$loud")
+loud_errors=$(awk '/^REQUESTS/ {print $4}' <<< "$loud")
+signins=$(awk '/requests in/ {print $1}' "$flood_out")
+rm -f "$flood_out"
+printf 'sign-in flood      c=%-4s GET /load/me p99 %7s ms during 8 clients signing in (%s sign-ins), %7s ms without; %s reads failed\n' \
+    "$c" "$loud_p99" "$signins" "$quiet_p99" "$loud_errors"
+[ "$loud_errors" = 0 ] || { echo "load: reads failed during the sign-in flood" >&2; exit 1; }
+
 if [ "$smoke" = 1 ]; then
     python3 summarize.py "$raw" > /dev/null
 else

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 public import Habitat
+public import HabitatServerSessions
 import _CryptoExtras
 
 /// Members, their passwords and the directory's own bearer tokens, app-wide: what a real server
@@ -9,8 +10,11 @@ import _CryptoExtras
 /// Signing in (`POST /signin`) makes a session in the fleet's session backend. Passwords are
 /// kept as salted PBKDF2-SHA512 hashes (210,000 rounds, OWASP's figure for that hash) and
 /// compared in constant time; an unknown name costs the same hash, so timing doesn't say which
-/// names exist. Five wrong passwords for a name within a minute refuse its sign-ins until the
-/// minute has passed. The directory's own tokens exist only in load-test mode
+/// names exist. Five attempts for a name within a minute refuse its sign-ins until the minute
+/// has passed; a sign-in succeeds only within them, and forgets them. The attempts, and the cap
+/// of ten sessions per member, are counted in the fleet's session backend (shared by every
+/// instance on PostgreSQL), each attempt recorded before its hash, so concurrent sign-ins can't
+/// pass the limit. Hashes run on a ``HashingPool``; past its queue a sign-in is ``SignIn/busy``. The directory's own tokens exist only in load-test mode
 /// (``seedLoadTestMembers(_:secret:)``) and those ``issueToken(for:expiresAt:)`` makes.
 // Safe: `state` is read and written only with `lock` held. NB: NSLock rather than
 // Synchronization.Mutex, whose futex the thread sanitizer can't see (it reports false races).
@@ -25,8 +29,6 @@ public final class MemberDirectory: @unchecked Sendable {
         var members: [Int: Member] = [:]
         var tokens: [String: (id: Int, expiresAt: Date?)] = [:]
         var passwords: [String: Password] = [:]
-        var failures: [String: [Date]] = [:]
-        var sessions: [Int: [String]] = [:]
     }
 
     /// What a sign-in found.
@@ -34,16 +36,21 @@ public final class MemberDirectory: @unchecked Sendable {
         case member(Member)
         /// Wrong name or password.
         case refused
-        /// Too many wrong passwords for this name lately: try again later.
+        /// Too many attempts for this name lately: try again later.
         case tooManyAttempts
+        /// Too many sign-ins are hashing now: try again in a second (a 503 with `Retry-After`).
+        case busy
     }
 
-    /// Wrong passwords a name may have within ``failureWindow`` before its sign-ins are refused.
+    /// Attempts a name may have within ``failureWindow`` before its sign-ins are refused.
     public static let failureLimit = 5
-    /// How long a wrong password counts.
-    public static let failureWindow: TimeInterval = 60
-    /// Sessions a member may hold on this instance; signing in past it ends the oldest.
+    /// How long an attempt counts.
+    public static let failureWindow = Duration.seconds(60)
+    /// Sessions a member may hold across the fleet; signing in past it ends the oldest.
     public static let sessionLimit = 10
+
+    /// Where the password hashes run.
+    public let hashing: HashingPool
 
     private let lock = NSLock()
     private var state_ = State()
@@ -53,7 +60,9 @@ public final class MemberDirectory: @unchecked Sendable {
         lock.withLock { body(&state_) }
     }
 
-    public init() {
+    /// - Parameter hashing: Where the password hashes run.
+    public init(hashing: HashingPool = HashingPool()) {
+        self.hashing = hashing
         register(Member(id: 1, name: "Ada"), password: "analytical")
         register(Member(id: 2, name: "Grace"), password: "cobol")
     }
@@ -88,37 +97,32 @@ public final class MemberDirectory: @unchecked Sendable {
         withState { $0.members[id] }
     }
 
-    /// The member `name` names, if `password` is theirs.
-    public func signIn(name: String, password: String, at now: Date = Date()) -> SignIn {
+    /// The member `name` names, if `password` is theirs. The attempt is recorded in `limits`
+    /// before the hash (``failureLimit`` within `window`), and forgotten on success.
+    /// - Throws: `SessionBackendError` when `limits` can't be reached (the route answers 503).
+    public func signIn(
+        name: String,
+        password: String,
+        limits: any SessionBackend,
+        window: Duration = failureWindow
+    ) async throws(SessionBackendError) -> SignIn {
         let name = name.lowercased()
-        let (entry, recentFailures) = withState { state in
-            state.failures[name] = state.failures[name]?.filter { now.timeIntervalSince($0) < Self.failureWindow }
-            return (state.passwords[name], state.failures[name]?.count ?? 0)
-        }
-        guard recentFailures < Self.failureLimit else { return .tooManyAttempts }
+        let key = "signin:" + name
+        guard try await limits.recordAttempt(key, limit: Self.failureLimit, within: window) else { return .tooManyAttempts }
+        let entry = withState { $0.passwords[name] }
         // NB: an unknown name is hashed too, so it takes as long as a known one.
-        let hash = Self.hash(password, salt: entry?.salt ?? Self.dummySalt)
-        return withState { state in
-            // `SymmetricKey`'s `==` compares in constant time.
-            guard let entry, hash == entry.hash, let member = state.members[entry.id] else {
-                state.failures[name, default: []].append(now)
-                return .refused
-            }
-            state.failures[name] = nil
-            return .member(member)
-        }
+        guard let hash = await hashing.run({ Self.hash(password, salt: entry?.salt ?? Self.dummySalt) }) else { return .busy }
+        // `SymmetricKey`'s `==` compares in constant time.
+        guard let entry, hash == entry.hash, let member = withState({ $0.members[entry.id] }) else { return .refused }
+        try await limits.forgetAttempts(key)
+        return .member(member)
     }
 
-    /// Notes that member `id` signed in with session `sessionID`; returns the sessions past
-    /// ``sessionLimit`` (the oldest), which the caller ends.
-    public func noteSession(_ sessionID: String, for id: Int) -> [String] {
-        withState { state in
-            state.sessions[id, default: []].append(sessionID)
-            let excess = max(0, state.sessions[id, default: []].count - Self.sessionLimit)
-            let ended = Array(state.sessions[id, default: []].prefix(excess))
-            state.sessions[id]?.removeFirst(excess)
-            return ended
-        }
+    /// Notes in `limits` that member `id` signed in with session `sessionID`; returns the stored
+    /// keys (`StoredSession.key(for:)`) of the member's sessions past ``sessionLimit`` (the
+    /// oldest), which the caller ends.
+    public func noteSession(_ sessionID: String, for id: Int, in limits: any SessionBackend) async throws(SessionBackendError) -> [String] {
+        try await limits.recordSession(StoredSession.key(for: sessionID), owner: "member:\(id)", limit: Self.sessionLimit)
     }
 
     /// A new bearer token for member `id`, valid until `expiresAt`: 32 random bytes.

@@ -61,19 +61,21 @@ public func buildRouter() throws -> Router<AppRequestContext> {
         let body = try await request.decode(as: SignIn.self, context: context)
         let services = appEnvironment.current.services
         let member: Member
-        switch services.members.signIn(name: body.name, password: body.password) {
+        switch try await fleet({ try await services.members.signIn(name: body.name, password: body.password, limits: services.sessions.backend) }) {
         case .member(let found): member = found
         case .refused: throw HTTPError(.unauthorized, message: "wrong name or password")
-        case .tooManyAttempts: throw HTTPError(.tooManyRequests, message: "too many wrong passwords for this name: try again in a minute")
+        case .tooManyAttempts: throw HTTPError(.tooManyRequests, message: "too many sign-ins for this name: try again in a minute")
+        case .busy: throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"], message: "too many sign-ins at once: try again in a second")
         }
         // The session every instance will know the member by. The upstream token arrives with
         // a refresh token only: the first `GET /me/upstream` spends it.
         let upstream = UpstreamToken(accessToken: "", refreshToken: "r0-\(UUID().uuidString)", expiresAt: .distantPast)
         let session = try await fleet { try await services.sessions.create(MemberSession(member: member, upstream: upstream)) }
-        // A member holds at most `MemberDirectory.sessionLimit` sessions from this instance: the
+        // A member holds at most `MemberDirectory.sessionLimit` sessions across the fleet: the
         // oldest past it end now.
-        for old in services.members.noteSession(session.id, for: member.id) {
-            try? await services.sessions.remove(old)
+        let backend = services.sessions.backend
+        for old in try await fleet({ try await services.members.noteSession(session.id, for: member.id, in: backend) }) {
+            try? await backend.remove(id: old)
         }
         return SignedIn(token: session.id, expiresAt: Date().addingTimeInterval(Double(services.sessions.lifetime.components.seconds)))
     }

@@ -221,6 +221,9 @@ import Testing
         func remove(id: String, fencedBy claim: LeaseClaim) async throws(SessionBackendError) { throw .unavailable("down") }
         func acquireLease(_ name: String, holder: String, duration: Duration) async throws(SessionBackendError) -> Bool { throw .unavailable("down") }
         func releaseLease(_ name: String, holder: String) async throws(SessionBackendError) { throw .unavailable("down") }
+        func recordAttempt(_ key: String, limit: Int, within window: Duration) async throws(SessionBackendError) -> Bool { throw .unavailable("down") }
+        func forgetAttempts(_ key: String) async throws(SessionBackendError) { throw .unavailable("down") }
+        func recordSession(_ id: String, owner: String, limit: Int) async throws(SessionBackendError) -> [String] { throw .unavailable("down") }
     }
 
     @Test func anUnreachableBackendIsA503NeverAMember() async throws {
@@ -286,30 +289,103 @@ import Testing
         }
     }
 
-    @Test func fiveWrongPasswordsRefuseTheNameForAMinute() {
+    @Test func fiveAttemptsRefuseTheNameForAMinute() async throws {
         let members = MemberDirectory()
-        let now = Date()
+        let limits = MemorySessionBackend()
         for _ in 0..<MemberDirectory.failureLimit {
-            #expect(members.signIn(name: "ada", password: "guess", at: now) == .refused)
+            #expect(try await members.signIn(name: "ada", password: "guess", limits: limits) == .refused)
         }
-        #expect(members.signIn(name: "ada", password: "analytical", at: now) == .tooManyAttempts, "even the right password")
-        #expect(members.signIn(name: "grace", password: "cobol", at: now) == .member(Member(id: 2, name: "Grace")), "other names are not affected")
-        #expect(members.signIn(name: "ada", password: "analytical", at: now.addingTimeInterval(61)) == .member(Member(id: 1, name: "Ada")))
-        #expect(members.signIn(name: "nobody", password: "x", at: now) == .refused)
+        #expect(try await members.signIn(name: "ada", password: "analytical", limits: limits) == .tooManyAttempts, "even the right password")
+        #expect(try await members.signIn(name: "grace", password: "cobol", limits: limits) == .member(Member(id: 2, name: "Grace")), "other names are not affected")
+        #expect(try await members.signIn(name: "nobody", password: "x", limits: limits) == .refused)
     }
 
-    @Test func aMemberHoldsAtMostTenSessionsFromAnInstance() {
+    @Test func attemptsCountOnlyWithinTheWindowAndASuccessForgetsThem() async throws {
         let members = MemberDirectory()
+        let limits = MemorySessionBackend()
+        let window = Duration.seconds(1)
+        for _ in 0..<MemberDirectory.failureLimit {
+            _ = try await limits.recordAttempt("signin:ada", limit: MemberDirectory.failureLimit, within: window)
+        }
+        let recorded = ContinuousClock.now
+        let refused = try await members.signIn(name: "ada", password: "analytical", limits: limits, window: window)
+        if ContinuousClock.now - recorded < window { #expect(refused == .tooManyAttempts) }
+        try await Task.sleep(until: recorded + window + .milliseconds(300))
+        #expect(try await members.signIn(name: "ada", password: "analytical", limits: limits, window: window) == .member(Member(id: 1, name: "Ada")))
+        #expect(try await limits.recordAttempt("signin:ada", limit: 1, within: .seconds(60)), "the success forgot the attempts")
+    }
+
+    /// The attempt is recorded before the hash: 40 wrong passwords at once get 5 tries, not 6
+    /// (counted after the hash, 40 concurrent tries got 6 on 2 cores).
+    @Test func fortyConcurrentWrongPasswordsGetFiveTries() async throws {
+        let members = MemberDirectory(hashing: HashingPool(width: 2, queueLimit: 64))
+        let limits = MemorySessionBackend()
+        let results = await withTaskGroup(of: MemberDirectory.SignIn?.self) { group in
+            for _ in 0..<40 {
+                group.addTask { try? await members.signIn(name: "ada", password: "guess", limits: limits) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter { $0 == .refused }.count == MemberDirectory.failureLimit)
+        #expect(results.filter { $0 == .tooManyAttempts }.count == 40 - MemberDirectory.failureLimit)
+    }
+
+    /// Two instances sharing a backend share the limits: 12 tries on two instances give 5, not
+    /// 12; a member's sessions are capped across both.
+    @Test func twoInstancesSharingABackendShareTheLimits() async throws {
+        let shared = MemorySessionBackend()
+        let instances = [MemberDirectory(), MemberDirectory()]
+        var refused = 0
+        for round in 0..<12 where try await instances[round % 2].signIn(name: "grace", password: "guess", limits: shared) == .refused {
+            refused += 1
+        }
+        #expect(refused == MemberDirectory.failureLimit)
         var ended: [String] = []
         for n in 1...12 {
-            ended += members.noteSession("session-\(n)", for: 1)
+            ended += try await instances[n % 2].noteSession("session-\(n)", for: 1, in: shared)
         }
-        #expect(ended == ["session-1", "session-2"])
-        #expect(members.noteSession("other", for: 2).isEmpty)
+        #expect(ended == ["session-1", "session-2"].map { StoredSession.key(for: $0) })
+        #expect(try await instances[0].noteSession("other", for: 2, in: shared).isEmpty)
+    }
+
+    /// Hashes run on a bounded pool: past its queue a sign-in is refused at once, with a 503
+    /// and `Retry-After`, and other requests are not held up.
+    @Test func aFullHashingPoolRefusesASignInAtOnce() async throws {
+        let pool = HashingPool(width: 1, queueLimit: 0)
+        let started = LockedFlag(), gate = LockedFlag()
+        let busy = Task { () -> Int in
+            while true {
+                let value = await pool.run {
+                    started.set()
+                    while !gate.isSet { usleep(1_000) }
+                    return 1
+                }
+                if let value { return value }
+                try? await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        while !started.isSet { try await Task.sleep(for: .milliseconds(1)) }   // the pool's one turn is taken
+        #expect(await pool.run { 2 } == nil, "no room: refused at once")
+        try await appEnvironment.withEnvironment({ $0.services.members = MemberDirectory(hashing: pool) }) {
+            try await app().test(.router) { client in
+                let response = try await client.execute(uri: "/signin", method: .post, body: ByteBuffer(string: #"{"name":"ada","password":"analytical"}"#))
+                #expect(response.status == .serviceUnavailable)
+                #expect(response.headers[.retryAfter] == "1")
+                #expect(try await client.execute(uri: "/me", method: .get, headers: bearer(token(7))).status == .ok, "other requests go on")
+            }
+        }
+        gate.set()
+        #expect(await busy.value == 1)
+        #expect(await pool.run { 3 } == 3, "a turn is free again")
     }
 
     @Test func signingInPastTheCapEndsTheOldestSession() async throws {
-        try await appEnvironment.withEnvironment({ $0.services.members = MemberDirectory() }) {
+        // NB: sessions of its own: the cap, and the sign-in attempts, are counted in the backend,
+        // which the other tests share.
+        try await appEnvironment.withEnvironment({
+            $0.services.members = MemberDirectory()
+            $0.services.sessions = ServerSessions(backend: MemorySessionBackend())
+        }) {
             try await app().test(.router) { client in
                 var tokens: [String] = []
                 for _ in 0...MemberDirectory.sessionLimit {
@@ -361,4 +437,14 @@ import Testing
             }
         }
     }
+}
+
+/// A flag one task sets and another polls.
+final class LockedFlag: @unchecked Sendable {
+    // Safe: `value` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var value = false
+
+    var isSet: Bool { lock.withLock { value } }
+    func set() { lock.withLock { value = true } }
 }

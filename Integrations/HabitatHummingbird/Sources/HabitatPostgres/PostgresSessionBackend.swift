@@ -79,6 +79,16 @@ public struct PostgresSessionBackend: SessionBackend {
                         END IF;
                         RETURN NULL;
                     END $f$;
+                    -- A session gone (removed, signed out, purged) is no longer one its owner holds.
+                    CREATE OR REPLACE FUNCTION habitat_sessions_disown() RETURNS trigger LANGUAGE plpgsql AS $f$
+                    BEGIN
+                        DELETE FROM habitat_owned_sessions WHERE id = OLD.id;
+                        RETURN NULL;
+                    END $f$;
+                    IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'habitat_sessions_disowned') THEN
+                        CREATE TRIGGER habitat_sessions_disowned AFTER DELETE ON habitat_sessions
+                            FOR EACH ROW EXECUTE FUNCTION habitat_sessions_disown();
+                    END IF;
                     IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'habitat_sessions_changed') THEN
                         CREATE TRIGGER habitat_sessions_changed AFTER INSERT OR UPDATE OR DELETE ON habitat_sessions
                             FOR EACH ROW EXECUTE FUNCTION habitat_sessions_notify();
@@ -105,10 +115,6 @@ public struct PostgresSessionBackend: SessionBackend {
             for try await _ in try await client.query("DELETE FROM habitat_sessions WHERE expires <= now() RETURNING id", logger: logger) {
                 count += 1
             }
-            try await client.query(
-                "DELETE FROM habitat_owned_sessions o WHERE NOT EXISTS (SELECT 1 FROM habitat_sessions s WHERE s.id = o.id)",
-                logger: logger
-            )
             return count
         }
     }

@@ -28,6 +28,13 @@ public final class MemorySessionBackend: SessionBackend {
         mutating func put(_ id: String, _ entry: Entry?) {
             let existed = sessions[id] != nil
             sessions[id] = entry
+            // A session gone is no longer one its owner holds.
+            if entry == nil, existed {
+                owned = owned.compactMapValues { held in
+                    let kept = held.filter { $0 != id }
+                    return kept.isEmpty ? nil : kept
+                }
+            }
             if !followers.isEmpty, existed || entry != nil { told.append(.changed(id: id, version: entry?.session.version)) }
         }
     }
@@ -179,10 +186,6 @@ public final class MemorySessionBackend: SessionBackend {
             }
             let expired = state.sessions.filter { $0.value.expires <= now }.keys
             for id in expired { state.put(id, nil) }
-            state.owned = state.owned.compactMapValues { held in
-                let live = held.filter { state.sessions[$0] != nil }
-                return live.isEmpty ? nil : live
-            }
             return expired.count
         }
     }

@@ -54,6 +54,10 @@ import Testing
             }
             #expect(ended == Array(ids.prefix(2)))
             #expect(try await backend.recordSession(ids[11], owner: owner, limit: 10).isEmpty, "recording one again counts it once")
+            // A session removed (signed out) is counted no more: room for one more.
+            try await backend.remove(id: ids[5])
+            _ = try await backend.create(id: "\(owner)-later", data: Data(), expiresIn: .seconds(60))
+            #expect(try await backend.recordSession("\(owner)-later", owner: owner, limit: 10).isEmpty)
         }
     }
 
