@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import Habitat
 import HabitatPersistence
 
@@ -67,4 +68,19 @@ func collect<Element>(_ count: Int, from stream: AsyncStream<Element>) async -> 
         if result.count == count { break }
     }
     return result
+}
+
+/// Waits until `condition` holds, polling every millisecond, on the caller's actor. The limit,
+/// 150 s, only keeps a broken build from hanging: under the thread sanitizer, with every test at
+/// once on two cores, a follower's hop (to the main actor, say) once waited over 60 s.
+func eventually(
+    isolation: isolated (any Actor)? = #isolation,
+    _ condition: () -> Bool,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let deadline = ContinuousClock.now + .seconds(150)
+    while !condition() {
+        try #require(ContinuousClock.now < deadline, "never happened", sourceLocation: sourceLocation)
+        try await Task.sleep(for: .milliseconds(1))
+    }
 }

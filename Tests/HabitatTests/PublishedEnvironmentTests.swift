@@ -8,15 +8,6 @@ import Testing
 /// platforms; here the class follows without it, which is what a view model's tests use.)
 @MainActor
 @Suite struct PublishedEnvironmentTests {
-    /// Waits, on the main actor, until `condition` holds; a minute is only a guard against a hang.
-    private func eventually(_ condition: @MainActor () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "the object never caught up")
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     @Test func itStartsFromTheStacksCurrentEnvironment() {
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))

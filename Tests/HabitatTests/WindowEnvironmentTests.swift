@@ -14,15 +14,6 @@ import Testing
         return app
     }
 
-    /// Waits until `condition` holds; a minute only guards against a hang.
-    private func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "never happened")
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
     @Test func aWindowShowsTheAccountItIsGivenOrTheAppsActiveOne() {
         let app = appWithTwoAccounts()
         let named = WindowEnvironment(following: app, showing: "grace")
