@@ -19,8 +19,8 @@
 // publishes when it applies and whether autosave then writes it; four events publish what the
 // state decides instead (`publishes(_:in:)`): an account's end is `.logout` when it is the
 // active account's, `.accountSignedOut` when it is another's, and a window's stack names what
-// moved for it. `transition(_:_:)` is the state column, case by case. A save of a signed-out account deletes its token first
-// (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
+// moved for it. `transition(_:_:)` is the state column, case by case. A save of a signed-out
+// account deletes its token first (`SessionStore`). Restores and store changes are never saved: they are what the store holds.
 //
 // A REFRESH has states of its own, `RefreshStep`: looking at the session, completing an
 // awaiting token from the store, in flight (one per session: the stack's `RefreshFlights`),
