@@ -448,11 +448,13 @@ import Testing
     @Test(arguments: Backend.available)
     func writesSlideASessionButNotPastItsAbsoluteLifetime(_ backend: Backend) async throws {
         try await backend.with { backend in
-            let sessions = ServerSessions<Visits>(backend: backend, lifetime: .seconds(60), absoluteLifetime: .seconds(2))
+            // An ID carries its creation time in whole seconds, so a 4 s lifetime leaves between 3 and
+            // 4 s: the write at 0.5 s has 2.5 s to spare on a machine slowed by the thread sanitizer.
+            let sessions = ServerSessions<Visits>(backend: backend, lifetime: .seconds(60), absoluteLifetime: .seconds(4))
             let id = try await sessions.create(Visits(member: 1)).id
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await sessions.update(id) { $0.count += 1 }.value.count == 1, "alive, and a write slides it")
-            try await Task.sleep(for: .milliseconds(2_100))
+            try await Task.sleep(for: .milliseconds(4_100))
             #expect(try await sessions.get(id) == nil, "past its absolute lifetime, whatever the sliding one says")
             await #expect(throws: SessionBackendError.sessionGone(id: id)) { try await sessions.update(id) { $0.count += 1 } }
         }
