@@ -92,8 +92,12 @@ struct AssertionTests {
         store.failNext()
         #expect(throws: SnapshotError.store(.unavailable(key: "MockKeyValueStore", reason: "a failure injected by the test"))) { try sessions.save(env) }
         #expect(
-            secrets.operations == [.read("habitat.session.token"), .write("habitat.session.token"), .delete("habitat.session.token")],
-            "the token was looked up (to pair it), written before the snapshot, and taken back when the snapshot failed"
+            secrets.operations == [
+                .read("habitat.session.token"), .read("habitat.session.token."),
+                .write("habitat.session.token"), .write("habitat.session.token."),
+                .delete("habitat.session.token."), .delete("habitat.session.token"),
+            ],
+            "the index and the account's item were read (to pair the token), written before the snapshot, and taken back when the snapshot failed"
         )
         #expect(!secrets.contains("tok-mock-SECRET"), "a failed save leaves no token behind")
         try sessions.save(env)

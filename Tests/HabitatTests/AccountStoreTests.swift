@@ -39,7 +39,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         let files = try AccountFiles()
         let stack = threeAccounts()
         try stack.save(to: files.sessions)
-        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.alan"])
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.alan", "habitat.session.token.grace"])
         #expect(try !files.directory.file("session.json").contentsContain("#"), "no token in the plain store")
 
         let relaunched = makeAccountsStack()
@@ -57,7 +57,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         try stack.save(to: files.sessions)
         try stack.switchAccount(to: "ada")
         try stack.save(to: files.sessions)
-        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.alan", "habitat.session.token.grace"], "every account's item stays: a switch moves no token")
         let snapshot = try #require(try files.sessions.load())
         #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
         #expect(snapshot.otherAccounts.map(\.token) == [memberToken(.grace, 3), memberToken(.alan, 2)], "grace takes ada's place")
@@ -74,7 +74,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
 
         stack.logout(account: "ada")
         try stack.save(to: files.sessions)
-        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan"])
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
         #expect(try adaDrafts.keys().isEmpty, "ada's data is purged")
         #expect(try graceDrafts.data(forKey: "draft") == Data("grace's draft".utf8))
         #expect(try !files.directory.anyFileContains("ada#1"))
@@ -108,7 +108,7 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         let snapshot = try #require(try files.sessions.load())
         #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
         #expect(snapshot.otherAccounts.map(\.user) == [.grace] && snapshot.otherAccounts.first?.token == memberToken(.grace, 3))
-        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.grace"], "alan's token is gone")
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.grace"], "alan's token is gone")
     }
 
     @Test func logoutAllRemovesEveryTokenAndARelaunchIsSignedOut() throws {
@@ -167,20 +167,22 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(try reinstalled.secretFiles().isEmpty, "every account's leftover token is gone")
     }
 
-    @Test func anItemTheCleanUpCouldntRemoveIsDiscardedByTheNextLoad() throws {
-        let secrets = RefusingDeletes(refusing: "habitat.session.token.ada")
+    @Test func aPreviousTokenTheTidyingCouldntDropIsDroppedByTheNextSave() throws {
+        // Ada's item is written twice by a save that rotates her token: her new token beside the
+        // previous one, then (tidying, once the snapshot is written) the new one alone.
+        let secrets = RefusingDeletes(refusing: "habitat.session.token.ada", writes: true, allowing: 2)
         let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets)
-        let stack = threeAccounts()
-        try stack.save(to: sessions)
-        try stack.switchAccount(to: "ada")
-        // The snapshot is written; removing ada's old item (her token is the active one now)
-        // fails, as a crash at that point would leave it: the save is made all the same.
-        try stack.save(to: sessions)
-        #expect(secrets.base.keys.contains("habitat.session.token.ada"))
+        var environment = threeAccounts().current
+        try sessions.save(environment)
+        environment.otherAccounts[0].token = memberToken(.ada, 4)
+        try sessions.save(environment)
+        #expect(secrets.base.contains("ada#1"), "the tidying failed: the previous token is still beside the new one")
         secrets.refusing = nil
         let snapshot = try #require(try sessions.load())
-        #expect(snapshot.session?.user == .ada && snapshot.otherAccounts.map(\.user) == [.grace, .alan])
-        #expect(secrets.base.keys == ["habitat.session.token", "habitat.session.token.alan", "habitat.session.token.grace"])
+        #expect(snapshot.otherAccounts.first?.token == memberToken(.ada, 4), "the save was made")
+        try sessions.save(environment)
+        #expect(!secrets.base.contains("ada#1"))
+        #expect(secrets.base.keys == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.alan", "habitat.session.token.grace"])
     }
 
     @Test func aSaveThatCantWriteTheSnapshotLeavesTheStoreAsItWas() throws {
@@ -195,21 +197,21 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session?.user == .grace)
         #expect(snapshot.otherAccounts.map(\.user) == [.ada, .alan])
-        #expect(secrets.keys.contains("habitat.session.token.grace") == false, "the new item was taken back")
+        #expect(secrets.keys.contains("habitat.session.token.edsger") == false, "the new item was taken back")
     }
 
     @Test func anItemTheSecretStoreRefusesFailsTheSaveAndLosesNothing() throws {
-        let secrets = RefusingDeletes(refusing: "habitat.session.token.ada", writes: true)
+        let secrets = RefusingDeletes(refusing: "habitat.session.token.grace", writes: true)
         let sessions = SessionStore<AccountsApp>(store: InMemoryStore(), secrets: secrets)
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))
         try stack.save(to: sessions)
         let before = try secrets.secret(forKey: "habitat.session.token")
         stack.addAccount(user: .grace, token: memberToken(.grace, 2))
-        #expect(throws: SnapshotError.store(.unavailable(key: "habitat.session.token.ada", reason: "refused by the test"))) {
+        #expect(throws: SnapshotError.store(.unavailable(key: "habitat.session.token.grace", reason: "refused by the test"))) {
             try stack.save(to: sessions)
         }
-        #expect(try secrets.secret(forKey: "habitat.session.token") == before, "the record is put back")
+        #expect(try secrets.secret(forKey: "habitat.session.token") == before, "the index is put back")
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session?.user == .ada && snapshot.session?.token == memberToken(.ada, 1))
         #expect(snapshot.otherAccounts.isEmpty)
@@ -252,12 +254,12 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         #expect(try sessions.accountData(for: "grace").data(forKey: "draft") == Data("grace's draft".utf8), "and only alan's")
     }
 
-    @Test func oneAccountStillSavesExactlyAsBefore() throws {
+    @Test func oneAccountWritesNoAccountList() throws {
         let files = try AccountFiles()
         let stack = makeAccountsStack()
         stack.login(user: .ada, token: memberToken(.ada, 1))
         try stack.save(to: files.sessions)
-        #expect(try files.secretFiles() == ["habitat.session.token"])
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada"], "the index and the one account's item")
         let json = try String(decoding: Data(contentsOf: files.directory.file("session.json")), as: UTF8.self)
         #expect(!json.contains("accounts"))
     }
@@ -276,12 +278,15 @@ final class RefusingDeletes: SecretStore, @unchecked Sendable {
     // Safe: `refused` is touched only with `lock` held; `base` is Sendable.
     private let lock = NSLock()
     private var refused: String?
+    private var allowed: Int
     private let writes: Bool
     let base = MockSecretStore()
 
-    init(refusing key: String, writes: Bool = false) {
+    /// Refuses deletes (or, with `writes`, writes) of `key`, after letting `allowing` through.
+    init(refusing key: String, writes: Bool = false, allowing: Int = 0) {
         refused = key
         self.writes = writes
+        allowed = allowing
     }
 
     var refusing: String? {
@@ -292,7 +297,12 @@ final class RefusingDeletes: SecretStore, @unchecked Sendable {
     func secret(forKey key: String) throws(StoreError) -> Data? { try base.secret(forKey: key) }
 
     func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        if (secret == nil) != writes, key == refusing { throw .unavailable(key: key, reason: "refused by the test") }
+        let refuse = lock.withLock {
+            guard (secret == nil) != writes, key == refused else { return false }
+            allowed -= 1
+            return allowed < 0
+        }
+        if refuse { throw .unavailable(key: key, reason: "refused by the test") }
         try base.setSecret(secret, forKey: key)
     }
 }

@@ -82,7 +82,7 @@ import Darwin
         // and logs nobody in with the planted token: the session waits for a token it can read.
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets, key: "s")
         try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("mine"))))
-        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey)
+        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey(forAccount: ""))
         try FileManager.default.removeItem(at: tokenFile)
         try FileManager.default.createSymbolicLink(at: tokenFile, withDestinationURL: planted)
         let snapshot = try #require(try sessions.load())
@@ -251,7 +251,7 @@ import Darwin
         try sessions.save(makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("token-grace"))))
         let switched = try #require(try sessions.load()?.session)
         #expect(switched.user == .grace && switched.token.secret == "token-grace")
-        #expect(try secrets.secret(forKey: sessions.tokenKey).map { String(decoding: $0, as: UTF8.self).contains("token-ada") } == false)
+        #expect(try secrets.secret(forKey: sessions.tokenKey(forAccount: "")).map { String(decoding: $0, as: UTF8.self).contains("token-ada") } == false)
     }
 
     @Test func aSnapshotWhoseTokenIsFromAnotherSaveLoadsLoggedOut() throws {

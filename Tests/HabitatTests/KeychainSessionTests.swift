@@ -54,7 +54,8 @@ enum KeychainApp: EnvironmentSchema {
         return sessions
     }
 
-    var tokenItem: Data? { keychain.storedData(service: "com.example.app", account: "habitat.session.token") }
+    /// The one account's token item (the app names no accounts: its name is empty).
+    var tokenItem: Data? { keychain.storedData(service: "com.example.app", account: "habitat.session.token.") }
 
     @Test(arguments: [false, true])
     func aLaunchBeforeFirstUnlockWaitsAndNeverLogsOutOrDeletes(prewarmedNotFound: Bool) async throws {
@@ -141,7 +142,7 @@ enum KeychainApp: EnvironmentSchema {
 
     @Test func aTokenThatIsReallyGoneLogsOutOnlyOnceTheStoreIsReadable() async throws {
         let sessions = try savedSession()
-        try KeychainSecretStore(service: "com.example.app", calls: keychain.calls).setSecret(nil, forKey: "habitat.session.token")
+        try KeychainSecretStore(service: "com.example.app", calls: keychain.calls).setSecret(nil, forKey: "habitat.session.token.")
         let app = stack()
         guard case .awaitingToken = app.restoreAtLaunch(from: sessions) else {
             Issue.record("a missing token is not final before the app says the store is readable")
@@ -216,14 +217,14 @@ enum KeychainApp: EnvironmentSchema {
     @Test func aDamagedTokenIsReportedAndLeftInPlace() throws {
         let sessions = try savedSession()
         let secrets = KeychainSecretStore(service: "com.example.app", calls: keychain.calls)
-        try secrets.setSecret(Data("garbage".utf8), forKey: "habitat.session.token")
+        try secrets.setSecret(Data("garbage".utf8), forKey: "habitat.session.token.")
         let app = stack()
         let launch = app.restoreAtLaunch(from: sessions)
         guard case .restoredLoggedOut = launch, case .store(.decodingFailed(let key, _)) = launch.problem else {
             Issue.record("expected a restore with a reported problem, got \(launch)")
             return
         }
-        #expect(key == "habitat.session.token")
+        #expect(key == "habitat.session.token.")
         #expect(app.current.session == nil)
         #expect(tokenItem == Data("garbage".utf8), "nothing deleted without saying so")
     }

@@ -125,7 +125,7 @@ import Darwin
                 }
                 let items = try FileManager.default.contentsOfDirectory(atPath: directory.file("secrets").path)
                     .filter { $0.hasPrefix("habitat.session.token.") }.map { String($0.dropFirst(22)) }
-                #expect(Set(items) == Set(relaunched.current.otherAccounts.map(\.user.id)), "kill \(kill): stray items \(items)")
+                #expect(Set(items) == Set(relaunched.current.accounts.map(\.user.id)), "kill \(kill): stray items \(items)")
             }
             print("accounts crash harness: \(midSave) of 150 kills restored the save in flight; \(purged.count) accounts signed out")
         }

@@ -35,9 +35,10 @@ import Darwin
         store.failNext()
         #expect(throws: SnapshotError.self) { try app.logout(savingTo: sessions) }
         #expect(app.current.session == nil, "logged out here all the same")
-        #expect(secrets.keys.isEmpty, "the token and its stray copies are gone")
+        #expect(secrets.keys == [sessions.tokenKey], "the token and its stray copies are gone; the index names what is left to purge")
         let relaunched = makeStack()
         #expect(relaunched.restoreAtLaunch(from: sessions).snapshot?.session == nil, "no relaunch restores it")
+        #expect(secrets.keys.isEmpty, "the launch finished the sign-out")
     }
 
     @Test func anAutosavedLogoutWhoseSnapshotCantBeWrittenStillEndsTheSession() async throws {

@@ -66,7 +66,7 @@ struct FileSessions {
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
         try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: token)).with(\.config.timeout, 9))
-        try secrets.setSecret(nil, forKey: sessions.tokenKey)
+        try secrets.setSecret(nil, forKey: sessions.tokenKey(forAccount: ""))
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session == nil)
         #expect(snapshot.config.timeout == 9)
@@ -82,7 +82,7 @@ struct FileSessions {
         let secrets = InMemorySecretStore()
         let sessions = SessionStore<TestApp>(store: store, secrets: secrets, key: "app.session")
         try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: token)))
-        #expect(secrets.keys == ["app.session.token"])
+        #expect(secrets.keys.sorted() == ["app.session.token", "app.session.token."], "the index and the account's item")
         try sessions.clear()
         #expect(store.contents.isEmpty)
         #expect(secrets.keys.isEmpty)
@@ -197,7 +197,7 @@ struct FileSessions {
         try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("ada-token"))))
 
         secrets.refusesWrites = true
-        #expect(throws: SnapshotError.store(.unwritable(path: "habitat.session.token", reason: "immutable"))) {
+        #expect(throws: SnapshotError.store(.unwritable(path: "habitat.session.token.", reason: "immutable"))) {
             try sessions.save(makeEnvironment())
         }
         let relaunched = makeStack()
@@ -206,7 +206,8 @@ struct FileSessions {
 
         secrets.refusesWrites = false
         _ = try sessions.load()
-        #expect(try secrets.secret(forKey: "habitat.session.token") == nil, "the orphan token is discarded once it can be")
+        #expect(try secrets.secret(forKey: "habitat.session.token.") == nil, "the orphan token is discarded once it can be")
+        #expect(try secrets.secret(forKey: "habitat.session.token") == nil, "and the index that listed it")
     }
 
     /// A login whose snapshot can't be written leaves what was saved before: the previous
@@ -224,13 +225,13 @@ struct FileSessions {
         let after = try #require(try sessions.load())
         #expect(after.session?.user == .ada)
         #expect(after.session?.token.secret == "ada-token")
-        let record = try #require(try secrets.secret(forKey: sessions.tokenKey))
+        let record = try #require(try secrets.secret(forKey: sessions.tokenKey(forAccount: "")))
         #expect(String(decoding: record, as: UTF8.self).contains("ada-token"))
         #expect(!String(decoding: record, as: UTF8.self).contains("grace-token"), "the failed login's token is gone")
 
         store.failNext()
         #expect(throws: SnapshotError.self) { try sessions.save(signedIn.with(\.session, nil)) }
-        #expect(try secrets.secret(forKey: sessions.tokenKey) == nil, "the token went first")
+        #expect(try secrets.secret(forKey: sessions.tokenKey(forAccount: "")) == nil, "the token went first")
         let relaunched = try #require(try sessions.load())
         #expect(relaunched.session == nil, "a relaunch is logged out")
     }

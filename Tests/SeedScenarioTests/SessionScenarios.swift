@@ -25,7 +25,7 @@ private func launch(over sessions: SessionStore<AppSchema>) -> (EnvironmentStack
             let plain = plainText(of: directory)
             #expect(plain.contains("ada@example.com"), "the user's details are in the plain store")
             #expect(!plain.contains("kc-secret-7c1e"), "the token never is")
-            #expect(try secrets.secret(forKey: sessions.tokenKey) != nil, "the token is in the secret store")
+            #expect(try secrets.secret(forKey: sessions.tokenKey(forAccount: AppSchema.accountID(of: .ada))) != nil, "the token is in the secret store")
         }
     }
 
@@ -125,7 +125,7 @@ private func launch(over sessions: SessionStore<AppSchema>) -> (EnvironmentStack
             let first = EnvironmentStack<AppSchema>(HabitatEnvironment(services: .recording()))
             first.login(user: .ada, token: AuthToken("t"))
             try first.save(to: sessions)
-            try secrets.setSecret(nil, forKey: sessions.tokenKey)
+            try secrets.setSecret(nil, forKey: sessions.tokenKey(forAccount: AppSchema.accountID(of: .ada)))
             let (stack, _) = launch(over: sessions)
             #expect(stack.current.currentUser == nil, "never a user without a token")
         }

@@ -56,7 +56,7 @@ import Testing
         let login = try launch(["--store", store.path, "login", "Ada", "--token", token])
         #expect(login.status == 0)
         #expect(login.output == "logged in as Ada\n")
-        #expect(store.filesContaining(token) == ["habitat.session.token"], "only the secret file holds the token")
+        #expect(store.filesContaining(token) == ["habitat.session.token.Ada"], "only the account's secret file holds the token")
 
         let status = try launch(["--store", store.path, "status"])
         #expect(status.output == "logged in as Ada (restored)\n")
@@ -75,12 +75,12 @@ import Testing
         let second = try launch(["--store", store.path, "login", "Grace", "--token", "tok-grace-SECRET"])
         #expect(second.output == "logged in as Grace\nalso signed in: Ada (switch NAME to use one)\n")
         #expect(store.filesContaining("tok-ada-SECRET") == ["habitat.session.token.Ada"], "each account's token in its own item")
-        #expect(store.filesContaining("tok-grace-SECRET") == ["habitat.session.token"])
+        #expect(store.filesContaining("tok-grace-SECRET") == ["habitat.session.token.Grace"])
 
         #expect(try launch(["--store", store.path, "accounts"]).output == "* Grace (restored)\n  Ada (restored)\n")
         #expect(try launch(["--store", store.path, "switch", "Ada"]).output == "switched to Ada\n")
         #expect(try launch(["--store", store.path, "status"]).output == "logged in as Ada (restored)\nalso signed in: Grace (switch NAME to use one)\n")
-        #expect(store.filesContaining("tok-ada-SECRET") == ["habitat.session.token"], "the active account's token is the one under the session's key")
+        #expect(store.filesContaining("tok-ada-SECRET") == ["habitat.session.token.Ada"], "a switch moves no token")
 
         let unknown = try launch(["--store", store.path, "switch", "Alan"])
         #expect(unknown.status == 1)
@@ -98,7 +98,7 @@ import Testing
         let store = Directory()
         #expect(await SessionDemo.run(["--store", store.path, "login", "Grace"], environment: [:]).output == "logged in as Grace\n")
         let secrets = try FileManager.default.contentsOfDirectory(atPath: store.url.appendingPathComponent("secrets").path)
-        #expect(secrets.filter { $0 != ".lock" } == ["habitat.session.token"])
+        #expect(secrets.filter { $0 != ".lock" }.sorted() == ["habitat.session.token", "habitat.session.token.Grace"], "the index and Grace's item")
         #expect(await SessionDemo.run(["--store", store.path, "status"], environment: [:]).output == "logged in as Grace (restored)\n")
     }
 
@@ -154,7 +154,7 @@ import Testing
     @Test func aCorruptTokenFileIsReportedAndKept() async throws {
         let store = Directory()
         #expect(await SessionDemo.run(["--store", store.path, "login", "Ada"], environment: [:]).status == 0)
-        let token = store.url.appendingPathComponent("secrets/habitat.session.token")
+        let token = store.url.appendingPathComponent("secrets/habitat.session.token.Ada")
         try Data("garbage\u{1}".utf8).write(to: token)
 
         let result = try launch(["--store", store.path, "status"])
@@ -175,7 +175,7 @@ import Testing
         #expect(refresh.status == 0, "\(refresh.errors)")
         #expect(refresh.output == "refreshed the session of Ada: a new token, authenticated\n")
         #expect(store.filesContaining(token).isEmpty, "the old token is gone")
-        #expect(store.filesContaining("demo-") == ["habitat.session.token"], "the new one is saved")
+        #expect(store.filesContaining("demo-") == ["habitat.session.token.Ada"], "the new one is saved")
         #expect(try launch(["--store", store.path, "status"]).output == "logged in as Ada (restored)\n")
 
         #expect(try launch(["--store", store.path, "logout"]).status == 0)

@@ -106,10 +106,10 @@ extension SessionStore {
     /// extension moves the token from the app's own keychain access group into a shared one,
     /// and existing users stay signed in.
     ///
-    /// Call it at launch, before the restore. It copies the token record, reads it back, and only
-    /// then deletes the old item; run again after a crash, it finishes the move. When this store
-    /// already holds a token (a run that moved it but was killed before deleting), the old copy
-    /// is only deleted.
+    /// Call it at launch, before the restore. It copies every signed-in account's token and the
+    /// index that lists them, reads each back, and only then deletes the old items; run again
+    /// after a crash, it finishes the move. An item this store already holds (a run that moved
+    /// it but was killed before deleting) is not copied again; the old copy is only deleted.
     ///
     /// Name the old store's access group explicitly (the app's own, team-prefixed): a Keychain
     /// query without a group reads and deletes in every group the app belongs to, the shared one
@@ -129,13 +129,19 @@ extension SessionStore {
         try lock.withLock { () throws(SnapshotError) -> Bool in
             try SnapshotError.fromStore { () throws(StoreError) -> Bool in
                 guard let old = try oldSecrets.secret(forKey: tokenKey) else { return false }
-                if try secrets.secret(forKey: tokenKey) == nil {
-                    try secrets.setSecret(old, forKey: tokenKey)
-                    guard try secrets.secret(forKey: tokenKey) == old else {
-                        throw .unavailable(key: tokenKey, reason: "the moved token did not read back; the old copy is kept")
+                // Every account's item first, then the index that lists them, each read back;
+                // the old copies go only once all were.
+                let record = TokenRecord.decode(old)
+                let keys = Set((record?.others ?? [:]).keys).union(record?.account.map { [$0] } ?? []).map(tokenKey(forAccount:)).sorted() + [tokenKey]
+                for key in keys {
+                    guard let data = try oldSecrets.secret(forKey: key), try secrets.secret(forKey: key) == nil else { continue }
+                    try secrets.setSecret(data, forKey: key)
+                    guard try secrets.secret(forKey: key) == data else {
+                        throw .unavailable(key: key, reason: "the moved token did not read back; the old copy is kept")
                     }
                 }
-                try oldSecrets.setSecret(nil, forKey: tokenKey)
+                // NB: the index last: until it goes, it lists the items a rerun still has to delete.
+                for key in keys { try oldSecrets.setSecret(nil, forKey: key) }
                 return true
             }
         }

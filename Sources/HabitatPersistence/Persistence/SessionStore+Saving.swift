@@ -1,158 +1,238 @@
-import Foundation
-import Habitat
+package import Foundation
+package import Habitat
 
-// How a save writes the accounts: the active one's token under `tokenKey`, each other account's
-// under `tokenKey(forAccount:)`, the snapshot naming every token by its pairing identifier.
+// How a save writes the accounts. Every signed-in account keeps its token in its own item,
+// `tokenKey(forAccount:)`, the active one included; the index under `tokenKey` holds no secret:
+// it names every item a crash may leave (by account, with the pairing identifier of its
+// newest token) and which account is active. The snapshot names each account's token by its
+// pairing identifier.
 //
-// The order makes every crash safe (the reliability tests kill processes at random points):
+// A save reads, decides, then writes. `savePlan(for:stored:)` turns what the stack holds and
+// what the store holds into the ordered writes (a pure function, tested without I/O), and
+// `run(_:)` makes them. The order makes every crash safe (the reliability tests kill processes
+// at random points):
 //   1. the tokens of accounts signed out since the last save are deleted: a purged account
-//      never comes back (their names stay listed in the record until step 4);
-//   2. the record under `tokenKey` is written, listing every item a crash may leave (the old
-//      names and the new) and the active account's new token beside its previous one (or no
-//      token, after a logout); then the signed-out accounts' data is purged;
-//   3. each other account's new token beside the previous one in its item, then the snapshot:
-//      the new state, naming the new tokens;
-//   4. the previous tokens, the items of accounts that left the others, and the names no
-//      longer signed in are dropped from the record.
+//      never comes back (their names stay in the index until step 4);
+//   2. the index is written, listing every item a crash may leave (the old names and the new);
+//      then the signed-out accounts' data is purged;
+//   3. each account's new token beside its previous one in its item, then the snapshot: the
+//      new state, naming the new tokens;
+//   4. the previous tokens and the names no longer signed in are dropped from the items and
+//      the index.
 // A crash before the snapshot leaves the previous state with its tokens, after it the new one
 // with its own.
+
+/// What a save read from the secret store before deciding anything.
+package struct StoredTokens: Equatable {
+    /// The index as stored (put back when a save that wrote new tokens fails).
+    package var indexData: Data?
+    /// Each account of the environment being saved: its item as stored, by name.
+    package var items: [String: Data?]
+
+    package init(indexData: Data?, items: [String: Data?] = [:]) {
+        self.indexData = indexData
+        self.items = items
+    }
+
+    var index: TokenRecord? { TokenRecord.decode(indexData) }
+}
+
+/// One write of a save, and what a failure of it means.
+package struct SaveStep: Equatable {
+    package enum Action: Equatable {
+        /// Writes (or, with `nil`, deletes) an item of the secret store.
+        case setSecret(key: String, Data?)
+        /// Removes a signed-out account's data (`SessionStore.accountData(for:)`).
+        case purgeData(account: String)
+        /// Writes the snapshot: from here on the save is made.
+        case setSnapshot(Data)
+    }
+
+    package enum OnFailure: Equatable {
+        /// The save fails here; what was written stays.
+        case abort
+        /// A sign-out stands all the same: the save goes on and throws once the snapshot is written.
+        case deferred
+        /// What the save wrote is put back (each step's `undo`), then the save fails.
+        case undoAndAbort
+        /// Tidying: a failure is left for the next save or load.
+        case ignore
+        /// Tidying: a failure stops it, and the index keeps naming what is left.
+        case stopTidying
+    }
+
+    package var action: Action
+    package var onFailure: OnFailure
+    /// What to put back under this step's key when a later step fails `undoAndAbort`.
+    package var undo: Data?? = nil
+}
+
+/// A save's writes in order, and what the store holds once they ran.
+package struct SavePlan: Equatable {
+    package var steps: [SaveStep]
+    /// What the store holds after every step.
+    var known: KnownSession
+    /// What the store holds when the snapshot was written and tidying stopped.
+    var knownUntidy: KnownSession
+}
+
 extension SessionStore {
     /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
     func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
-        do {
-            // NB: a session awaiting its token writes nothing: the saved snapshot and tokens stay
-            // as they were until the tokens are read or the app says the store is readable.
-            if environment.isAwaitingToken {
-                return nil
-            }
-            let storedData: Data?
-            do throws(StoreError) {
-                storedData = try secrets.secret(forKey: tokenKey)
-            } catch {
-                // NB: signing every account out stands even when the secrets can't be read (a
-                // locked keychain): the snapshot says nobody is signed in, and a later load that
-                // can delete them discards the tokens it no longer names.
-                guard environment.session == nil, environment.otherAccounts.isEmpty else { throw error }
-                try store.setData(try encode(environment, pairID: nil, others: [:]), forKey: key)
-                throw error
-            }
-            let stored = TokenRecord.decode(storedData)
-            let storedIndex = stored?.others ?? [:]
-            let activeName = environment.session.map { App.accountID(of: $0.user) }
-            // The other accounts by name, the first of a name kept; each one's item as stored,
-            // and its newest entry when that is the account's token already.
-            var others: [String: UserSession<App.User>] = [:]
-            var items: [String: Data?] = [:]
-            var keptOthers: [String: TokenRecord.Entry] = [:]
-            for other in environment.otherAccounts {
-                let name = App.accountID(of: other.user)
-                guard name != activeName, others[name] == nil else { continue }
-                others[name] = other
-                items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
-                if let newest = TokenRecord.decode(items[name] ?? nil)?.tokens.first, newest.secret == other.token.secret {
-                    keptOthers[name] = newest
-                }
-            }
-            let activeKept = stored?.tokens.first.flatMap { $0.secret == environment.session?.token.secret ? $0 : nil }
-            // A store that never refreshes (an extension's) writes no token it doesn't hold: an
-            // older one would replay a rotated token, a newer one belongs to the app.
-            if !refreshesTokens, (environment.session != nil && activeKept == nil) || keptOthers.count != others.count {
-                return nil
-            }
-            let signedOut = stored?.account.flatMap { $0 == activeName || others[$0] != nil ? nil : $0 }
-            let purged = Set(storedIndex.keys.filter { $0 != activeName && others[$0] == nil } + (signedOut.map { [$0] } ?? []))
-            // NB: a sign-out that writes no new token ends the session on disk even when a token
-            // can't be deleted (a secrets directory made immutable): the snapshot is written all
-            // the same, and the error thrown after it. A token no snapshot names signs nobody in,
-            // and a later load that can delete it discards it.
-            let signOutStands = environment.session == nil && others.keys.allSatisfy { keptOthers[$0] != nil }
-            var deferred: StoreError?
-            func deferringFailure(_ body: () throws(StoreError) -> Void) throws(StoreError) {
-                do { try body() } catch where signOutStands { deferred = deferred ?? error }
-            }
-
-            // 1. Signed out here: the tokens go first, and stay gone.
-            for name in purged where storedIndex[name] != nil {
-                try deferringFailure { () throws(StoreError) in try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
-            }
-
-            // 2. New tokens beside the previous ones: the record under `tokenKey` first, so that
-            // it lists every item before the item is written.
-            var index = keptOthers
-            var fresh: [(name: String, record: TokenRecord)] = []
-            // The items that will hold more than their one entry until step 4.
-            var untrimmed = keptOthers.filter { TokenRecord.decode(items[$0.key] ?? nil)?.tokens.count != 1 }
-            for (name, other) in others where keptOthers[name] == nil {
-                let entry = TokenRecord.Entry(id: UUID().uuidString, secret: other.token.secret)
-                let previous = TokenRecord.decode(items[name] ?? nil)?.tokens.first.map { [$0] } ?? []
-                fresh.append((name, TokenRecord(tokens: [entry] + previous)))
-                index[name] = entry
-                if !previous.isEmpty { untrimmed[name] = entry }
-            }
-            let active = activeKept ?? environment.session.map { TokenRecord.Entry(id: UUID().uuidString, secret: $0.token.secret) }
-            let activeTokens: [TokenRecord.Entry]
-            if environment.session == nil {
-                // NB: a logout's token goes before the snapshot, and is not put back when the
-                // snapshot can't be written: a snapshot whose token is gone restores logged out.
-                activeTokens = []
-            } else if activeKept != nil {
-                activeTokens = stored?.tokens ?? []
-            } else {
-                activeTokens = (active.map { [$0] } ?? []) + (stored?.tokens.first.map { [$0] } ?? [])
-            }
-            let pairs = index.mapValues(\.id)
-            // NB: the signed-out accounts stay listed until the save is made, so that one whose
-            // data couldn't be purged is purged by the next save, or judged by the next load.
-            var during = storedIndex.merging(pairs) { _, new in new }
-            for name in purged where during[name] == nil { during[name] = "" }
-            let accountName = activeName.flatMap { $0.isEmpty ? nil : $0 }
-            let record = TokenRecord(tokens: activeTokens, others: during, account: accountName)
-            let snapshot = try encode(environment, pairID: active?.id, others: pairs)
-            var undo: [(key: String, data: Data?)] = []
-            if record != stored {
-                try deferringFailure { () throws(StoreError) in try secrets.setSecret(record.isEmpty ? nil : record.encoded(), forKey: tokenKey) }
-                if environment.session != nil, activeKept == nil || !fresh.isEmpty { undo.append((tokenKey, storedData)) }
-            }
-            // The signed-out accounts' data, once no token of theirs is left (an active account's
-            // went with the record): a store that refuses fails the save, the sign-out stands.
-            for name in purged { try accountData(for: name).removeAll() }
-
-            // 3. The other accounts' new items, then the snapshot. When either can't be written,
-            // what was written is put back (best effort; a crash here leaves tokens no snapshot
-            // names, which the next load discards, or the previous state with its own tokens).
-            do throws(StoreError) {
-                for (name, item) in fresh {
-                    undo.append((tokenKey(forAccount: name), items[name] ?? nil))
-                    try secrets.setSecret(item.encoded(), forKey: tokenKey(forAccount: name))
-                }
-                try store.setData(snapshot, forKey: key)
-            } catch {
-                for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
-                throw error
-            }
-            if let deferred { throw deferred }
-
-            // 4. What the previous state needed and the new one doesn't. Best effort: the save
-            // is made; when a removal fails, the record keeps naming what is left, and the next
-            // load discards it.
-            var cleaned = true
-            for (name, entry) in untrimmed { try? secrets.setSecret(TokenRecord(tokens: [entry]).encoded(), forKey: tokenKey(forAccount: name)) }
-            for name in storedIndex.keys where index[name] == nil && !purged.contains(name) {
-                do throws(StoreError) { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) } catch { cleaned = false }
-            }
-            let final = TokenRecord(tokens: active.map { [$0] } ?? [], others: pairs, account: accountName)
-            if cleaned, final != record, (try? secrets.setSecret(final.isEmpty ? nil : final.encoded(), forKey: tokenKey)) != nil {
-                return KnownSession(pairID: active?.id, secret: active?.secret, others: index, active: activeName)
-            }
-            let listed = (record.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
-            return KnownSession(pairID: active?.id, secret: active?.secret, others: listed.merging(index) { _, kept in kept }, active: activeName)
-        } catch let error as SnapshotError {
-            throw error
-        } catch let error as StoreError {
-            throw .store(error)
+        // NB: a session awaiting its token writes nothing: the saved snapshot and tokens stay
+        // as they were until the tokens are read or the app says the store is readable.
+        if environment.isAwaitingToken { return nil }
+        let stored: StoredTokens
+        do throws(StoreError) {
+            stored = try storedTokens(for: environment.accounts.map { App.accountID(of: $0.user) })
         } catch {
-            throw .store(.encodingFailed(key: key, reason: describe(error)))
+            // NB: signing every account out stands even when the secrets can't be read (a
+            // locked keychain): the snapshot says nobody is signed in, and a later load that
+            // can delete them discards the tokens it no longer names.
+            guard environment.accounts.isEmpty else { throw .store(error) }
+            let snapshot = try encode(environment, pairID: nil)
+            try SnapshotError.fromStore { () throws(StoreError) in try store.setData(snapshot, forKey: key) }
+            throw .store(error)
         }
+        guard let plan = try savePlan(for: environment, stored: stored) else { return nil }
+        return try SnapshotError.fromStore { () throws(StoreError) in try run(plan) }
     }
 
+    /// The index and the items of the accounts `names`, with the index moved to today's layout
+    /// first when an earlier version wrote it.
+    func storedTokens(for names: [String]) throws(StoreError) -> StoredTokens {
+        var stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
+        if let legacy = stored.index, !legacy.tokens.isEmpty {
+            stored.indexData = try moveActiveToken(out: legacy)
+        }
+        for name in names where stored.items[name] == nil {
+            stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+        }
+        return stored
+    }
+
+    /// Moves the active account's token out of the index, where versions before 0.2 kept it,
+    /// into the account's own item: the item first, with the same entries (the saved snapshot's
+    /// pair is found in either place), then the index without it. A crash between the two
+    /// leaves the earlier layout, which loads as before and is moved by the next save.
+    /// - Returns: The index as it is now.
+    private func moveActiveToken(out legacy: TokenRecord) throws(StoreError) -> Data? {
+        // NB: records written before they named the active account belong to the snapshot's.
+        let snapshotUser = (try? store.data(forKey: key)).flatMap { try? decodePayload($0) }?.session?.user
+        let name = legacy.account ?? snapshotUser.map(App.accountID(of:)) ?? ""
+        try secrets.setSecret(TokenRecord(tokens: legacy.tokens).encoded(), forKey: tokenKey(forAccount: name))
+        var items = legacy.others ?? [:]
+        items[name] = legacy.tokens[0].id
+        let moved = TokenRecord(tokens: [], others: items, account: name).encoded()
+        try secrets.setSecret(moved, forKey: tokenKey)
+        return moved
+    }
+
+    /// The writes that save `environment` over what the store holds (`stored`), in the order a
+    /// crash needs; `nil` when nothing may be written (a store that never refreshes, asked to
+    /// write a token it doesn't hold).
+    package func savePlan(
+        for environment: HabitatEnvironment<App>,
+        stored: StoredTokens,
+        newPairID: () -> String = { UUID().uuidString }
+    ) throws(SnapshotError) -> SavePlan? {
+        let accounts = environment.namedAccounts
+        let activeName = environment.activeAccountID
+        var pairs: [String: TokenRecord.Entry] = [:]
+        var fresh: [(name: String, item: TokenRecord)] = []
+        var untrimmed: [(name: String, entry: TokenRecord.Entry)] = []
+        for (name, session) in accounts {
+            let item = TokenRecord.decode(stored.items[name] ?? nil)
+            if let newest = item?.tokens.first, newest.secret == session.token.secret {
+                pairs[name] = newest
+                if item?.tokens.count != 1 { untrimmed.append((name, newest)) }
+                continue
+            }
+            // A store that never refreshes (an extension's) writes no token it doesn't hold: an
+            // older one would replay a rotated token, a newer one belongs to the app.
+            guard refreshesTokens else { return nil }
+            let entry = TokenRecord.Entry(id: newPairID(), secret: session.token.secret)
+            let previous = item?.tokens.first.map { [$0] } ?? []
+            fresh.append((name, TokenRecord(tokens: [entry] + previous)))
+            pairs[name] = entry
+            if !previous.isEmpty { untrimmed.append((name, entry)) }
+        }
+        let listed = stored.index?.others ?? [:]
+        let purged = listed.keys.filter { pairs[$0] == nil }.sorted()
+        // NB: a sign-out that writes no new token ends the session on disk even when a token
+        // can't be deleted (a secrets directory made immutable): the snapshot is written all
+        // the same, and the error thrown after it. A token no snapshot names signs nobody in,
+        // and a later load that can delete it discards it.
+        let beforeSnapshot: SaveStep.OnFailure = activeName == nil && fresh.isEmpty ? .deferred : .abort
+        var steps = purged.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0), nil), onFailure: beforeSnapshot) }
+        // NB: the signed-out accounts stay listed until the save is made, so that one whose
+        // data couldn't be purged is purged by the next save, or judged by the next load.
+        let during = TokenRecord(tokens: [], others: listed.merging(pairs.mapValues(\.id)) { _, new in new }, account: activeName)
+        if during != stored.index {
+            steps.append(SaveStep(action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, undo: fresh.isEmpty ? nil : .some(stored.indexData)))
+        }
+        steps += purged.map { SaveStep(action: .purgeData(account: $0), onFailure: .abort) }
+        steps += fresh.map {
+            SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), $0.item.encoded()), onFailure: .undoAndAbort, undo: .some(stored.items[$0.name] ?? nil))
+        }
+        var others = pairs
+        if let activeName { others[activeName] = nil }
+        let snapshot = try encode(environment, pairID: activeName.flatMap { pairs[$0]?.id }, others: others.mapValues(\.id))
+        steps.append(SaveStep(action: .setSnapshot(snapshot), onFailure: .undoAndAbort))
+        steps += untrimmed.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), TokenRecord(tokens: [$0.entry]).encoded()), onFailure: .ignore) }
+        let final = TokenRecord(tokens: [], others: pairs.mapValues(\.id), account: activeName)
+        if final != during { steps.append(SaveStep(action: .setSecret(key: tokenKey, final.encodedUnlessEmpty), onFailure: .stopTidying)) }
+
+        let active = activeName.flatMap { pairs[$0] }
+        let known = KnownSession(pairID: active?.id, secret: active?.secret, others: others, active: activeName)
+        var untidy = known
+        for (name, id) in during.others ?? [:] where name != activeName && others[name] == nil {
+            untidy.others[name] = TokenRecord.Entry(id: id, secret: "")
+        }
+        return SavePlan(steps: steps, known: known, knownUntidy: untidy)
+    }
+
+    /// Makes `plan`'s writes in order; returns what the store holds after them.
+    func run(_ plan: SavePlan) throws(StoreError) -> KnownSession {
+        var undo: [(key: String, data: Data?)] = []
+        var deferred: StoreError?
+        for step in plan.steps {
+            do throws(StoreError) {
+                switch step.action {
+                case .setSecret(let key, let data):
+                    if let previous = step.undo { undo.append((key, previous)) }
+                    try secrets.setSecret(data, forKey: key)
+                case .purgeData(let account):
+                    try accountData(for: account).removeAll()
+                case .setSnapshot(let data):
+                    try store.setData(data, forKey: key)
+                }
+            } catch {
+                switch step.onFailure {
+                case .abort: throw error
+                case .deferred: deferred = deferred ?? error
+                case .undoAndAbort:
+                    // Best effort; a crash here leaves tokens no snapshot names, which the next
+                    // load discards, or the previous state with its own tokens.
+                    for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
+                    throw error
+                case .ignore: continue
+                case .stopTidying: return plan.knownUntidy
+                }
+            }
+            if case .setSnapshot = step.action, let deferred { throw deferred }
+        }
+        return plan.known
+    }
+}
+
+extension HabitatEnvironment {
+    /// The signed-in accounts by name, the active one first, the first of a name kept.
+    var namedAccounts: [(name: String, session: UserSession<App.User>)] {
+        var seen: Set<String> = []
+        return accounts.compactMap { session in
+            let name = App.accountID(of: session.user)
+            return seen.insert(name).inserted ? (name, session) : nil
+        }
+    }
 }

@@ -143,11 +143,15 @@ extension SessionStore {
 
     private func storedPairLocked() throws(SnapshotError) -> KnownSession {
         let record = TokenRecord.decode(try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey) })
-        let newest = record?.tokens.first
-        return KnownSession(
-            pairID: newest?.id, secret: newest?.secret,
-            others: (record?.others ?? [:]).mapValues { .init(id: $0, secret: "") },
-            active: newest == nil ? nil : record?.account ?? ""
-        )
+        if let newest = record?.tokens.first {
+            // The layout before 0.2: the active token in the index, the others listed beside it.
+            let others = (record?.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
+            return KnownSession(pairID: newest.id, secret: newest.secret, others: others, active: record?.account ?? "")
+        }
+        let active = record?.account
+        var others = (record?.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
+        guard let active, let pair = others.removeValue(forKey: active) else { return KnownSession(pairID: nil, secret: nil, others: others) }
+        let item = TokenRecord.decode(try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) })
+        return KnownSession(pairID: pair.id, secret: item?.tokens.first { $0.id == pair.id }?.secret, others: others, active: active)
     }
 }

@@ -15,10 +15,11 @@ public import Habitat
 /// appEnvironment.enableAutosave(to: sessions)       // from then on
 /// ```
 ///
-/// The snapshot is JSON under `key` in the plain store; the token's secret is under
-/// `"\(key).token"` in the secret store and nowhere else. With several accounts signed in, the
-/// snapshot holds them all and says which is active, and each account that isn't active keeps
-/// its token under `tokenKey.NAME`.
+/// The snapshot is JSON under `key` in the plain store; each signed-in account's token is under
+/// `"\(key).token.NAME"` in the secret store (`NAME` being the account's
+/// `EnvironmentSchema.accountID(of:)`, empty by default) and nowhere else. `"\(key).token"` is the
+/// index: it names every account's item and the active account, and holds no secret. With
+/// several accounts signed in, the snapshot holds them all and says which is active.
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
 /// store: saves and loads take turns on an advisory lock on `lockFile`, held only while they
@@ -31,7 +32,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     public let store: any KeyValueStore
     /// Where the token goes.
     public let secrets: any SecretStore
-    /// The snapshot's key in `store`; the token's key in `secrets` is `"\(key).token"`.
+    /// The snapshot's key in `store`; the tokens' index in `secrets` is `"\(key).token"`, each
+    /// account's token `"\(key).token.NAME"`.
     public let key: String
     /// The snapshot version this app writes, and the newest it reads.
     public let version: Int
@@ -109,10 +111,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
     }
 
-    /// The token's key in `secrets`: the active account's.
+    /// The key in `secrets` of the index: every account's item and which is active, no secret.
+    /// (Before 0.2 it held the active account's token too.)
     package var tokenKey: String { key + ".token" }
 
-    /// The key in `secrets` of the token of a signed-in account that isn't the active one:
+    /// The key in `secrets` of a signed-in account's token, active or not:
     /// `"\(tokenKey).\(name)"`, `name` being the account's (`EnvironmentSchema.accountID(of:)`).
     package func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
 
@@ -150,10 +153,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// snapshot whose token is gone restores logged out.
     ///
     /// Other signed-in accounts (`HabitatEnvironment.otherAccounts`) are saved in the same
-    /// snapshot, which records which account is active; each keeps its token in its own item,
-    /// `tokenKey.NAME`, paired the same way. An account signed out since the last
-    /// save loses its token first, then its namespace of `accountData(for:)`, and only then
-    /// is the snapshot written.
+    /// snapshot, which records which account is active; each account keeps its token in its own
+    /// item, `"\(key).token.NAME"`, paired the same way, and a switch writes no token. An
+    /// account signed out since the last save loses its token first, then its namespace of
+    /// `accountData(for:)`, and only then is the snapshot written. A store written by 0.1.0
+    /// (the active account's token in the index) is moved to this layout by its first save.
     ///
     /// A session `AuthState.awaitingToken` (restored while the secret store couldn't be read,
     /// or couldn't be trusted to say "not found") writes nothing: the saved snapshot and token
@@ -174,8 +178,10 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     public func clear() throws(SnapshotError) {
         try lock.withLock { () throws(SnapshotError) in
             try SnapshotError.fromStore { () throws(StoreError) in
-                let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))?.others ?? [:]
-                for name in index.keys { try secrets.setSecret(nil, forKey: tokenKey(forAccount: name)) }
+                let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
+                for name in Set((index?.others ?? [:]).keys).union(index?.account.map { [$0] } ?? []) {
+                    try secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
+                }
                 try secrets.setSecret(nil, forKey: tokenKey)
                 try store.removeValue(forKey: key)
             }
@@ -246,66 +252,110 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             if case .invalidSnapshot = error, let stored { keepAside(stored) }
             throw error
         }
-        let secret = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
+        let index = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
         let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
-        let (session, tokenProblem) = payload?.session.map { restore($0, from: secret, key: tokenKey, absenceIsFinal: absenceIsFinal) } ?? (nil, nil)
-        var others: [UserSession<App.User>] = []
-        var accountProblems: [String: StoreError] = [:]
-        var unpaired: [String] = []
-        var pairs: [String: TokenRecord.Entry] = [:]
-        for saved in payload?.accounts ?? [] {
-            let name = saved.account ?? App.accountID(of: saved.user)
-            let item = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: name)) }
-            let (other, problem) = restore(saved, from: item, key: tokenKey(forAccount: name), absenceIsFinal: absenceIsFinal)
-            if let other {
-                others.append(other)
-                pairs[name] = TokenRecord.Entry(id: saved.pairID ?? "", secret: other.token.secret)
-            }
-            if let problem { accountProblems[name] = problem }
-            if other == nil, problem == nil, case .success(.some) = item { unpaired.append(name) }
-        }
-        // The other accounts' items the record lists, as the store holds them after this load.
-        var listed = (try? secret.get()).flatMap(TokenRecord.decode)?.others ?? [:]
+        let found = restoreAccounts(of: payload, index: index, absenceIsFinal: absenceIsFinal)
+        var listed = (try? index.get()).flatMap(TokenRecord.decode)?.others ?? [:]
         if absenceIsFinal, discardsUnpairedSecrets {
-            // NB: no snapshot names these tokens, and none can later: every save that names a
-            // token writes it first, under the lock this load holds. Deleting them is best
-            // effort; the next load tries again.
-            let named = Set(others.map { App.accountID(of: $0.user) }).union(accountProblems.keys)
-            for name in Set(listed.keys).subtracting(named).union(unpaired) {
-                try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
-            }
-            // A listed account that the snapshot doesn't name, and that isn't the active one,
-            // was signed out by a save that didn't finish: its data goes too.
-            let active = session.map { App.accountID(of: $0.user) }
-            for name in Set(listed.keys).subtracting(named) where name != active {
-                try? accountData(for: name).removeAll()
-            }
-            // The record keeps the snapshot's token and names only: after a crash between a
-            // save's record and its snapshot, it agrees with the snapshot again.
-            if tokenProblem == nil, session?.state != .awaitingToken, case .success(let data?) = secret {
-                let paired = TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID && session != nil } ?? []
-                let name = session.map { App.accountID(of: $0.user) }.flatMap { $0.isEmpty ? nil : $0 }
-                let names = listed.filter { named.contains($0.key) }.merging(pairs.mapValues(\.id)) { _, saved in saved }
-                let kept = TokenRecord(tokens: paired, others: names, account: name)
-                if paired.isEmpty == (session == nil), TokenRecord.decode(data) != kept,
-                   (try? secrets.setSecret(kept.isEmpty ? nil : kept.encoded(), forKey: tokenKey)) != nil {
-                    listed = kept.others ?? [:]
-                }
-            }
+            listed = discardUnpaired(found, listed: listed, index: index, payload: payload)
         }
         guard let payload else { return nil }
-        var snapshot = SessionSnapshot<App>(session: session, config: payload.config, savedAt: payload.savedAt, tokenProblem: tokenProblem)
-        snapshot.otherAccounts = others
-        snapshot.accountProblems = accountProblems
+        var snapshot = SessionSnapshot<App>(session: found.session, config: payload.config, savedAt: payload.savedAt, tokenProblem: found.tokenProblem)
+        snapshot.otherAccounts = found.others
+        snapshot.accountProblems = found.accountProblems
         if !snapshot.accounts.isAwaitingToken {
-            snapshot.known = KnownSession(
-                pairID: session == nil ? nil : payload.session?.pairID,
-                secret: session?.token.secret,
-                others: listed.mapValues { TokenRecord.Entry(id: $0, secret: "") }.merging(pairs) { _, restored in restored },
-                active: session.map { App.accountID(of: $0.user) }
-            )
+            let active = found.session.map { App.accountID(of: $0.user) }
+            var others = found.pairs
+            if let active { others[active] = nil }
+            for (name, id) in listed where name != active && others[name] == nil {
+                others[name] = TokenRecord.Entry(id: id, secret: "")
+            }
+            snapshot.known = KnownSession(pairID: active.flatMap { found.pairs[$0]?.id }, secret: found.session?.token.secret, others: others, active: active)
         }
         return snapshot
+    }
+
+    /// What a load found for the saved accounts.
+    struct RestoredAccounts {
+        var session: UserSession<App.User>?
+        var tokenProblem: StoreError?
+        var others: [UserSession<App.User>] = []
+        var accountProblems: [String: StoreError] = [:]
+        /// Accounts whose item holds only tokens of other saves.
+        var unpaired: [String] = []
+        /// Every restored account's pair, the active one's included, by name.
+        var pairs: [String: TokenRecord.Entry] = [:]
+        /// Whether the active token was read from the index (the layout before 0.2).
+        var activeInIndex = false
+    }
+
+    /// The saved accounts, each with its token from its item, the active one first.
+    private func restoreAccounts(of payload: Payload?, index: Result<Data?, StoreError>, absenceIsFinal: Bool) -> RestoredAccounts {
+        var found = RestoredAccounts()
+        var saved = (payload?.accounts ?? []).map { (name: $0.account ?? App.accountID(of: $0.user), session: $0, isActive: false) }
+        if let active = payload?.session { saved.insert((App.accountID(of: active.user), active, true), at: 0) }
+        for (name, session, isActive) in saved {
+            var key = tokenKey(forAccount: name)
+            var item = Result { () throws(StoreError) in try secrets.secret(forKey: key) }
+            if isActive, Self.holdsActiveToken(index, pairedWith: session.pairID, item: item) {
+                (key, item, found.activeInIndex) = (tokenKey, index, true)
+            }
+            let (restored, problem) = restore(session, from: item, key: key, absenceIsFinal: absenceIsFinal)
+            if isActive {
+                (found.session, found.tokenProblem) = (restored, problem)
+            } else {
+                if let restored { found.others.append(restored) }
+                if let problem { found.accountProblems[name] = problem }
+            }
+            if let restored { found.pairs[name] = TokenRecord.Entry(id: session.pairID ?? "", secret: restored.token.secret) }
+            if restored == nil, problem == nil, !found.activeInIndex || !isActive, case .success(.some) = item { found.unpaired.append(name) }
+        }
+        return found
+    }
+
+    /// Whether the active account's token is in the index, where versions before 0.2 kept it
+    /// (and a plain secret before pairing), rather than in its item.
+    private static func holdsActiveToken(_ index: Result<Data?, StoreError>, pairedWith pairID: String?, item: Result<Data?, StoreError>) -> Bool {
+        guard case .success(let data?) = index else { return false }
+        guard let record = TokenRecord.decode(data) else {
+            // A plain secret, or a damaged one: reported as before, unless the item has a token.
+            guard case .success(nil) = item else { return pairID == nil }
+            return true
+        }
+        return record.tokens.contains { $0.id == pairID }
+    }
+
+    /// Deletes the items no saved account names (and the data of accounts a save signed out
+    /// without finishing), and makes the index name the saved accounts only.
+    /// - Returns: The accounts the index lists now.
+    private func discardUnpaired(_ found: RestoredAccounts, listed: [String: String], index: Result<Data?, StoreError>, payload: Payload?) -> [String: String] {
+        let savedActive = payload?.session.map { App.accountID(of: $0.user) }
+        var named = Set(found.pairs.keys).union(found.accountProblems.keys)
+        if found.tokenProblem != nil, let savedActive { named.insert(savedActive) }
+        // NB: no snapshot names these tokens, and none can later: every save that names a
+        // token writes it first, under the lock this load holds. Deleting them is best
+        // effort; the next load tries again.
+        for name in Set(listed.keys).subtracting(named).union(found.unpaired) {
+            try? secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
+        }
+        // A listed account that the snapshot doesn't name (or whose token is gone) was signed
+        // out by a save that didn't finish: its data goes too.
+        for name in Set(listed.keys).subtracting(named) {
+            try? accountData(for: name).removeAll()
+        }
+        // The index names the snapshot's accounts only: after a crash between a save's index
+        // and its snapshot, it agrees with the snapshot again.
+        guard found.tokenProblem == nil, found.session?.state != .awaitingToken, case .success(let data?) = index else { return listed }
+        let active = found.session.map { App.accountID(of: $0.user) }
+        let tokens = found.activeInIndex ? (TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID } ?? []) : []
+        guard !found.activeInIndex || !tokens.isEmpty else { return listed }
+        var names = listed.filter { named.contains($0.key) }.merging(found.pairs.mapValues(\.id)) { _, saved in saved }
+        if found.activeInIndex, let active { names[active] = nil }
+        let kept = TokenRecord(tokens: tokens, others: names, account: active)
+        if TokenRecord.decode(data) != kept, (try? secrets.setSecret(kept.encodedUnlessEmpty, forKey: tokenKey)) != nil {
+            return kept.others ?? [:]
+        }
+        return listed
     }
 
     /// `saved` with its token from `secret` (the item under `key`), in state

@@ -1,9 +1,13 @@
 import Foundation
 import Habitat
 
-/// What a ``SessionStore`` keeps in its secret store: the token of the newest save, and, while
-/// a save that changes the token is under way, the previous token too, each under the pairing
-/// identifier its snapshot names.
+/// What a ``SessionStore`` keeps in its secret store, in two kinds of item.
+///
+/// An account's item (`tokenKey(forAccount:)`) holds its token: the newest save's and, while a
+/// save that changes it is under way, the previous one too, each under the pairing identifier
+/// its snapshot names. The index (`tokenKey`) holds no token: it names every account's item and
+/// the active account. Before 0.2 the index held the active account's tokens itself
+/// (`SessionStore.storedTokens(for:)` moves them).
 struct TokenRecord: Codable, Equatable {
     struct Entry: Codable, Equatable {
         var id: String
@@ -12,25 +16,29 @@ struct TokenRecord: Codable, Equatable {
 
     static let formatName = "habitat.token"
     var format = formatName
-    /// Newest first.
+    /// Newest first. In the index, empty (but in the layout before 0.2).
     var tokens: [Entry]
-    /// In the record under the session store's `tokenKey` only: the other signed-in accounts'
-    /// names, each with the pairing identifier of the token in its own item. It lists every item
-    /// a save may have left, so a load finds (and judges) them without listing the secret store.
+    /// In the index only: every signed-in account's name, each with the pairing identifier of
+    /// the newest token in its own item. It lists every item a save may have left, so a load
+    /// finds (and judges) them without listing the secret store. (Before 0.2: every account but
+    /// the active one.)
     var others: [String: String]?
 
-    /// In the same record: the active account's name, when it has one, so a save that signs it
-    /// out knows whose data to purge.
+    /// In the index: the active account's name; `nil` when nobody is signed in (before 0.2,
+    /// also when the name was empty).
     var account: String?
 
     init(tokens: [Entry], others: [String: String]? = nil, account: String? = nil) {
         self.tokens = tokens
         self.others = others?.isEmpty == true ? nil : others
-        self.account = tokens.isEmpty ? nil : account
+        self.account = account
     }
 
     /// Whether the record holds nothing: the item is then deleted rather than written.
     var isEmpty: Bool { tokens.isEmpty && others == nil }
+
+    /// The record to write, or `nil` (delete the item) when it holds nothing.
+    var encodedUnlessEmpty: Data? { isEmpty ? nil : encoded() }
 
     func encoded() -> Data {
         // NB: encoding two strings and an array of them cannot fail.
