@@ -1,4 +1,5 @@
-// The Apple binding: the four SecItem calls and nothing else. Every decision is the store's.
+// The Apple binding: the four SecItem calls, with an access control and an authentication
+// context for protected items, and LocalAuthentication's prompt. Every decision is the store's.
 //
 // NB: on Linux this file is compiled by the KeychainBindingCheck test target of the package
 // Tests/Compatibility against `SecurityStandIn`, a module with Security's Swift signatures, so
@@ -8,6 +9,7 @@
 // and no test may reach a real keychain).
 #if canImport(Security) && !HABITAT_SECURITY_STANDIN
 import Foundation
+import LocalAuthentication
 import Security
 #elseif HABITAT_SECURITY_STANDIN && !canImport(Security)
 import Foundation
@@ -47,8 +49,88 @@ extension KeychainCalls {
         },
         message: { status in
             SecCopyErrorMessageString(status, nil).map { $0 as String }
+        },
+        read: { item, authentication in
+            var search = KeychainCalls.query(item)
+            search[kSecReturnData as String] = true
+            search[kSecMatchLimit as String] = kSecMatchLimitOne
+            return KeychainCalls.withContext(authentication) { context in
+                search[kSecUseAuthenticationContext as String] = context
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(search as CFDictionary, &result)
+                return (status, result as? Data)
+            }
+        },
+        addProtected: { item, secret, accessibility, protection in
+            var attributes = KeychainCalls.query(item)
+            attributes[kSecValueData as String] = secret
+            attributes[kSecAttrGeneric as String] = Data(protection.rawValue.utf8)
+            guard let flags = protection.accessControlFlags else {
+                attributes[kSecAttrAccessible as String] = accessibility.systemValue
+                return SecItemAdd(attributes as CFDictionary, nil)
+            }
+            guard let control = SecAccessControlCreateWithFlags(nil, accessibility.systemValue, flags, nil) else {
+                return KeychainStatus.unimplemented
+            }
+            attributes[kSecAttrAccessControl as String] = control
+            return SecItemAdd(attributes as CFDictionary, nil)
+        },
+        updateProtected: { item, secret, authentication in
+            KeychainCalls.withContext(authentication) { context in
+                var search = KeychainCalls.query(item)
+                search[kSecUseAuthenticationContext as String] = context
+                let changes: [String: Any] = [kSecValueData as String: secret]
+                return SecItemUpdate(search as CFDictionary, changes as CFDictionary)
+            }
+        },
+        protection: { item in
+            // NB: the attributes only, with a context that can't prompt: an item's access
+            // control guards its data, not its attributes.
+            var search = KeychainCalls.query(item)
+            search[kSecReturnAttributes as String] = true
+            search[kSecMatchLimit as String] = kSecMatchLimitOne
+            return KeychainCalls.withContext(nil) { context in
+                search[kSecUseAuthenticationContext as String] = context
+                var result: CFTypeRef?
+                let status = SecItemCopyMatching(search as CFDictionary, &result)
+                let marker = (result as? [String: Any])?[kSecAttrGeneric as String] as? Data
+                let protection = marker.flatMap { KeychainProtection(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .none
+                return (status, protection)
+            }
+        },
+        authenticate: { reason, protection in
+            let context = LAContext()
+            // NB: user presence takes biometry or the passcode; which one answered isn't told,
+            // so it counts as the passcode (biometry-only items need `.biometryAny`'s prompt).
+            let biometryOnly = protection == .biometryAny || protection == .biometryCurrentSet
+            let policy: LAPolicy = biometryOnly ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
+            var unavailable: NSError?
+            guard context.canEvaluatePolicy(policy, error: &unavailable) else { return .failure(.notAvailable) }
+            do {
+                _ = try await context.evaluatePolicy(policy, localizedReason: reason)
+            } catch let error as LAError {
+                return .failure(KeychainUnlockError(error))
+            } catch {
+                return .failure(.failed(status: -1, message: "\(error)"))
+            }
+            return .success(KeychainAuthentication(method: biometryOnly ? .biometry : .passcode, context: context))
+        },
+        invalidate: { authentication in
+            authentication.withContext { ($0 as? LAContext)?.invalidate() }
         }
     )
+
+    /// Runs `body` with the authentication's evaluated context, or, without one, a context
+    /// that never prompts: a read that would need the user fails with
+    /// `errSecInteractionNotAllowed` instead.
+    private static func withContext<R>(_ authentication: KeychainAuthentication?, _ body: (LAContext) -> R) -> R {
+        if let authentication, let result = authentication.withContext({ ($0 as? LAContext).map(body) }) {
+            return result
+        }
+        let context = LAContext()
+        context.interactionNotAllowed = true
+        return body(context)
+    }
 
     /// The item's primary keys, and the data-protection keychain.
     private static func query(_ item: KeychainItem) -> [String: Any] {
@@ -62,6 +144,31 @@ extension KeychainCalls {
             query[kSecAttrAccessGroup as String] = group
         }
         return query
+    }
+}
+
+extension KeychainProtection {
+    /// The access control's flags; `nil` for none.
+    fileprivate var accessControlFlags: SecAccessControlCreateFlags? {
+        switch self {
+        case .none: nil
+        case .userPresence: .userPresence
+        case .biometryAny: .biometryAny
+        case .biometryCurrentSet: .biometryCurrentSet
+        }
+    }
+}
+
+extension KeychainUnlockError {
+    /// The error for a failed prompt.
+    fileprivate init(_ error: LAError) {
+        switch error.code {
+        case .userCancel, .appCancel, .systemCancel, .userFallback: self = .cancelled
+        case .notInteractive: self = .notInteractive
+        case .authenticationFailed: self = .denied
+        case .biometryNotAvailable, .biometryNotEnrolled, .passcodeNotSet: self = .notAvailable
+        default: self = .failed(status: Int32(truncatingIfNeeded: error.code.rawValue), message: error.localizedDescription)
+        }
     }
 }
 
@@ -86,17 +193,21 @@ extension KeychainSecretStore {
     ///     by default.
     ///   - reportsMissingReliably: Whether "not found" is final at any time; by default `true`
     ///     on macOS and `false` elsewhere.
+    ///   - promptPolicy: When an unlock of protected items asks the user again; once per launch
+    ///     by default.
     public convenience init(
         service: String? = nil,
         accessGroup: String? = nil,
         accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
-        reportsMissingReliably: Bool = KeychainSecretStore.notFoundIsFinalOnThisPlatform
+        reportsMissingReliably: Bool = KeychainSecretStore.notFoundIsFinalOnThisPlatform,
+        promptPolicy: KeychainPromptPolicy = .oncePerLaunch
     ) {
         self.init(
             service: service,
             accessGroup: accessGroup,
             accessibility: accessibility,
             reportsMissingReliably: reportsMissingReliably,
+            promptPolicy: promptPolicy,
             calls: .system
         )
     }

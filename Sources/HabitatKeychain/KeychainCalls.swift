@@ -24,6 +24,21 @@ public struct KeychainCalls: Sendable {
     public var delete: @Sendable (_ item: KeychainItem) -> Int32
     /// The system's message for a status (`SecCopyErrorMessageString`), if it has one.
     public var message: @Sendable (_ status: Int32) -> String?
+    /// Reads an item's data with an unlock's authentication, or with none (`nil`): never with a
+    /// prompt (`kSecUseAuthenticationContext`, a context that doesn't allow interaction). A
+    /// protected item that needs one answers `errSecInteractionNotAllowed`.
+    public var read: @Sendable (_ item: KeychainItem, _ authentication: KeychainAuthentication?) -> (status: Int32, data: Data?)
+    /// Adds an item with an access control (`kSecAttrAccessControl`); with ``KeychainProtection/none``, as `add`.
+    public var addProtected: @Sendable (_ item: KeychainItem, _ secret: Data, _ accessibility: KeychainAccessibility, _ protection: KeychainProtection) -> Int32
+    /// Replaces a protected item's data with an unlock's authentication, keeping its access control.
+    public var updateProtected: @Sendable (_ item: KeychainItem, _ secret: Data, _ authentication: KeychainAuthentication?) -> Int32
+    /// The protection an item was written with, from its attributes alone (never its data,
+    /// never a prompt); `errSecItemNotFound` when there is no such item.
+    public var protection: @Sendable (_ item: KeychainItem) -> (status: Int32, protection: KeychainProtection)
+    /// Shows the system's prompt (`LAContext.evaluatePolicy`) with `reason`, for a protection.
+    public var authenticate: @Sendable (_ reason: String, _ protection: KeychainProtection) async -> Result<KeychainAuthentication, KeychainUnlockError>
+    /// Ends an authentication (`LAContext.invalidate()`): later reads can't use it.
+    public var invalidate: @Sendable (_ authentication: KeychainAuthentication) -> Void
 
     /// Makes a table of Keychain calls.
     /// - Parameters:
@@ -32,18 +47,41 @@ public struct KeychainCalls: Sendable {
     ///   - update: Replaces an item's data and accessibility.
     ///   - delete: Deletes an item.
     ///   - message: The system's words for a status.
+    ///   - read: Reads with an authentication; by default `copy`, for a keychain without
+    ///     access control.
+    ///   - addProtected: Adds with an access control; by default `add` for no protection, and
+    ///     `errSecUnimplemented` otherwise.
+    ///   - updateProtected: Replaces a protected item's data; by default `errSecUnimplemented`.
+    ///   - protection: An item's protection; by default ``KeychainProtection/none`` for every
+    ///     item `copy` finds.
+    ///   - authenticate: Prompts; by default ``KeychainUnlockError/notAvailable``.
+    ///   - invalidate: Ends an authentication; by default nothing.
     public init(
         add: @escaping @Sendable (KeychainItem, Data, KeychainAccessibility) -> Int32,
         copy: @escaping @Sendable (KeychainItem) -> (status: Int32, data: Data?),
         update: @escaping @Sendable (KeychainItem, Data, KeychainAccessibility) -> Int32,
         delete: @escaping @Sendable (KeychainItem) -> Int32,
-        message: @escaping @Sendable (Int32) -> String? = { _ in nil }
+        message: @escaping @Sendable (Int32) -> String? = { _ in nil },
+        read: (@Sendable (KeychainItem, KeychainAuthentication?) -> (status: Int32, data: Data?))? = nil,
+        addProtected: (@Sendable (KeychainItem, Data, KeychainAccessibility, KeychainProtection) -> Int32)? = nil,
+        updateProtected: (@Sendable (KeychainItem, Data, KeychainAuthentication?) -> Int32)? = nil,
+        protection: (@Sendable (KeychainItem) -> (status: Int32, protection: KeychainProtection))? = nil,
+        authenticate: (@Sendable (String, KeychainProtection) async -> Result<KeychainAuthentication, KeychainUnlockError>)? = nil,
+        invalidate: @escaping @Sendable (KeychainAuthentication) -> Void = { _ in }
     ) {
         self.add = add
         self.copy = copy
         self.update = update
         self.delete = delete
         self.message = message
+        self.read = read ?? { item, _ in copy(item) }
+        self.addProtected = addProtected ?? { item, secret, accessibility, protection in
+            protection == .none ? add(item, secret, accessibility) : KeychainStatus.unimplemented
+        }
+        self.updateProtected = updateProtected ?? { _, _, _ in KeychainStatus.unimplemented }
+        self.protection = protection ?? { item in (copy(item).status, .none) }
+        self.authenticate = authenticate ?? { _, _ in .failure(.notAvailable) }
+        self.invalidate = invalidate
     }
 }
 
@@ -108,4 +146,8 @@ public enum KeychainStatus {
     public static let notAvailable: Int32 = -25291
     /// `errSecMissingEntitlement`: the app lacks the entitlement the query needs.
     public static let missingEntitlement: Int32 = -34018
+    /// `errSecAuthFailed`: the authentication given doesn't open the item.
+    public static let authFailed: Int32 = -25293
+    /// `errSecUnimplemented`: the calls can't do this (a model without access control).
+    public static let unimplemented: Int32 = -4
 }

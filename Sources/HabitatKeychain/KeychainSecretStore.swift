@@ -1,4 +1,5 @@
 public import Foundation
+import Habitat
 public import HabitatPersistence
 
 /// A `SecretStore` that keeps each secret as a generic-password item in the Keychain.
@@ -46,8 +47,12 @@ public final class KeychainSecretStore: SecretStore {
     /// The largest secret this store writes, in bytes (16 KiB): Keychain calls are requests to
     /// a system service, meant for small secrets.
     public let maximumSecretSize = 16 << 10
+    /// When an unlock asks the user again; see ``KeychainPromptPolicy``.
+    public let promptPolicy: KeychainPromptPolicy
     /// The Keychain calls this store makes. For the package's tests.
     package let calls: KeychainCalls
+    /// The last unlock's authentication and when its prompt was shown, while it may be used.
+    private let unlocked = LockedBox<(authentication: KeychainAuthentication, at: ContinuousClock.Instant)?>(nil)
 
     /// Opens the Keychain items of `service`.
     /// - Parameters:
@@ -61,6 +66,8 @@ public final class KeychainSecretStore: SecretStore {
     ///   - reportsMissingReliably: Whether "not found" is final at any time; by default `true`
     ///     on macOS and `false` elsewhere, where a launch before the first unlock may get "not
     ///     found" for an item that exists.
+    ///   - promptPolicy: When an unlock of protected items asks the user again; once per
+    ///     launch by default.
     ///   - calls: The Keychain calls; the real ones (`KeychainCalls.system`) by default on
     ///     Apple platforms.
     public init(
@@ -68,12 +75,14 @@ public final class KeychainSecretStore: SecretStore {
         accessGroup: String? = nil,
         accessibility: KeychainAccessibility = .afterFirstUnlockThisDeviceOnly,
         reportsMissingReliably: Bool = KeychainSecretStore.notFoundIsFinalOnThisPlatform,
+        promptPolicy: KeychainPromptPolicy = .oncePerLaunch,
         calls: KeychainCalls
     ) {
         self.service = service ?? Bundle.main.bundleIdentifier ?? ProcessInfo.processInfo.processName
         self.accessGroup = accessGroup
         self.accessibility = accessibility
         self.reportsMissingReliably = reportsMissingReliably
+        self.promptPolicy = promptPolicy
         self.calls = calls
     }
 
@@ -96,10 +105,13 @@ public final class KeychainSecretStore: SecretStore {
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
         let item = item(forKey: key)
-        let (status, data) = calls.copy(item)
+        let (status, data) = calls.read(item, authentication)
         switch status {
         case KeychainStatus.success: return data ?? Data()
-        case KeychainStatus.itemNotFound: return nil
+        case KeychainStatus.itemNotFound, KeychainStatus.authFailed:
+            try checkNotInvalidated(item)
+            guard status == KeychainStatus.itemNotFound else { throw error(status, item) }
+            return nil
         default: throw error(status, item)
         }
     }
@@ -118,7 +130,12 @@ public final class KeychainSecretStore: SecretStore {
         // then failed (a locked device, a full keychain).
         var status = calls.add(item, secret, accessibility)
         if status == KeychainStatus.duplicateItem {
-            status = calls.update(item, secret, accessibility)
+            // NB: a protected item keeps its access control: its data is replaced with the
+            // unlock's authentication (without one, the write fails as unavailable).
+            let (found, protection) = calls.protection(item)
+            status = found == KeychainStatus.success && protection != .none
+                ? calls.updateProtected(item, secret, authentication)
+                : calls.update(item, secret, accessibility)
         }
         guard status == KeychainStatus.success else { throw error(status, item) }
     }
@@ -148,6 +165,116 @@ public final class KeychainSecretStore: SecretStore {
         }
     }
 
+    // MARK: Protection
+
+    /// Protects the secret under `key` as `protection`, or lifts its protection with
+    /// ``KeychainProtection/none``: the item is written again with the new access control.
+    ///
+    /// Reading a protected item needs an unlock first (``unlock(reason:for:)``); so does
+    /// changing its protection. The item is deleted and added again (the Keychain can't change
+    /// an item's access control in place): when the add fails, the item is put back as it was.
+    /// A process killed between the two loses the token: its account is signed out at the next
+    /// launch, never given another's token.
+    /// - Parameters:
+    ///   - protection: Who must be present to read the secret from now on.
+    ///   - key: The secret's name (for a session's token, use
+    ///     `SessionStore.setProtection(_:forAccount:)`).
+    /// - Throws: `StoreError`: `.unavailable` when the item is protected and the store isn't
+    ///   unlocked, or when nothing is stored under `key`.
+    public func setProtection(_ protection: KeychainProtection, forKey key: String) throws(StoreError) {
+        let item = item(forKey: key)
+        let current = try self.protection(forKey: key)
+        guard current != protection else { return }
+        guard let secret = try secret(forKey: key) else {
+            throw .unavailable(key: key, reason: "nothing is stored under this key to protect")
+        }
+        let deleted = calls.delete(item)
+        guard deleted == KeychainStatus.success else { throw error(deleted, item) }
+        let added = calls.addProtected(item, secret, accessibility, protection)
+        guard added == KeychainStatus.success else {
+            _ = calls.addProtected(item, secret, accessibility, current)
+            throw error(added, item)
+        }
+    }
+
+    /// The protection of the secret under `key`, read from the item's attributes (never a
+    /// prompt); ``KeychainProtection/none`` when nothing is stored there.
+    /// - Throws: `StoreError` when the Keychain can't be read.
+    public func protection(forKey key: String) throws(StoreError) -> KeychainProtection {
+        let item = item(forKey: key)
+        let (status, protection) = calls.protection(item)
+        switch status {
+        case KeychainStatus.success: return protection
+        case KeychainStatus.itemNotFound: return .none
+        default: throw error(status, item)
+        }
+    }
+
+    /// Asks the user (Face ID, Touch ID, Optic ID or the passcode, as `protection` allows) so
+    /// that protected secrets can be read, unless the ``promptPolicy`` lets the last unlock be
+    /// reused. Call it from the foreground only, then tell the stack:
+    ///
+    /// <!-- not compiled: `secrets`, `appEnvironment` and `sessions` are an app's -->
+    /// ```swift
+    /// try await secrets.unlock(reason: "Unlock your account")
+    /// appEnvironment.protectedDataDidBecomeAvailable(for: sessions)
+    /// ```
+    ///
+    /// Nothing else in Habitat prompts: reads from the background, an extension, autosave or a
+    /// refresh find a protected token unavailable, and its account waits for it.
+    /// - Parameters:
+    ///   - reason: What the prompt tells the user (`localizedReason`).
+    ///   - protection: The protection to satisfy; user presence (biometry or the passcode) by
+    ///     default. A biometry-only protection needs biometry: a passcode doesn't open it.
+    /// - Throws: ``KeychainUnlockError``; the store stays as it was.
+    public func unlock(reason: String, for protection: KeychainProtection = .userPresence) async throws(KeychainUnlockError) {
+        if promptPolicy != .everyUnlock, let current = authentication, protection.isSatisfied(by: current.method) { return }
+        let authentication = try await calls.authenticate(reason, protection).get()
+        let previous = unlocked.withLock { state in
+            defer { state = (authentication, .now) }
+            return state?.authentication
+        }
+        if let previous { calls.invalidate(previous) }
+    }
+
+    /// Ends the unlock (an app's "lock now", or leaving a screen that showed protected data):
+    /// protected secrets are unavailable until the next ``unlock(reason:for:)``, which prompts.
+    public func lock() {
+        let previous = unlocked.withLock { state in
+            defer { state = nil }
+            return state?.authentication
+        }
+        if let previous { calls.invalidate(previous) }
+    }
+
+    /// Whether protected secrets can be read now without a prompt.
+    public var isUnlocked: Bool { authentication != nil }
+
+    /// The last unlock's authentication while the ``promptPolicy`` lets reads use it.
+    private var authentication: KeychainAuthentication? {
+        let (current, expired) = unlocked.withLock { state -> (KeychainAuthentication?, KeychainAuthentication?) in
+            guard let unlock = state else { return (nil, nil) }
+            if case .within(let window) = promptPolicy, ContinuousClock.now - unlock.at >= window {
+                state = nil
+                return (nil, unlock.authentication)
+            }
+            return (unlock.authentication, nil)
+        }
+        if let expired { calls.invalidate(expired) }
+        return current
+    }
+
+    /// Throws when `item` exists but can never be read again: protected by the biometry enrolled
+    /// when it was written, which changed since. The item is deleted.
+    private func checkNotInvalidated(_ item: KeychainItem) throws(StoreError) {
+        guard calls.protection(item) == (KeychainStatus.success, .biometryCurrentSet) else { return }
+        _ = calls.delete(item)
+        throw .protectionInvalidated(
+            key: item.account,
+            reason: "it was protected by the Face ID or Touch ID enrolled when it was saved, and a face or finger was added or removed since"
+        )
+    }
+
     /// The error for `status` about `item`: never the secret.
     private func error(_ status: Int32, _ item: KeychainItem) -> StoreError {
         let message = calls.message(status) ?? "OSStatus \(status)"
@@ -155,7 +282,7 @@ public final class KeychainSecretStore: SecretStore {
         case KeychainStatus.interactionNotAllowed, KeychainStatus.notAvailable:
             return .unavailable(
                 key: item.account,
-                reason: "the keychain can't be read now (\(message)): the device is locked, or has not been unlocked since it started"
+                reason: "the keychain can't be read now (\(message)): the device is locked, has not been unlocked since it started, or the item needs an unlock from the foreground (Face ID or the passcode)"
             )
         case KeychainStatus.missingEntitlement:
             let group = item.accessGroup.map { " and the access group '\($0)' in keychain-access-groups" } ?? ""

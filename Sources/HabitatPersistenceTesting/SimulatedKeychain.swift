@@ -19,8 +19,12 @@ import HabitatPersistence
 /// unlock that answers "not found" for items that exist; access groups the app is entitled to
 /// (a query naming no group reads and deletes in all of them, and adds to the first); a missing
 /// entitlement (writes fail with -34018, reads say "not found", as on recent macOS); items
-/// surviving the app's deletion (the model is not tied to any app's files); and failures injected
-/// into the next writes.
+/// surviving the app's deletion (the model is not tied to any app's files); failures injected
+/// into the next writes; and access control: items protected by user presence or biometry, read
+/// only with an unlock's authentication that satisfies them (never with a prompt: a read without
+/// one answers `errSecInteractionNotAllowed`), prompts that are accepted, denied, cancelled or
+/// can't be shown, and a change of enrolled biometry that makes `.biometryCurrentSet` items
+/// unreadable for good.
 public final class SimulatedKeychain: Sendable {
     /// The device's lock state, as data protection sees it.
     public enum Device: Sendable, Hashable {
@@ -53,6 +57,25 @@ public final class SimulatedKeychain: Sendable {
     fileprivate struct Stored {
         var data: Data
         var accessibility: KeychainAccessibility
+        var protection = KeychainProtection.none
+        /// The biometry enrolment when the item was written.
+        var enrolment = 0
+    }
+
+    /// How the next prompt is answered.
+    public enum PromptAnswer: Sendable, Hashable {
+        /// The user is recognised, by biometry or by the passcode.
+        case accept(KeychainAuthentication.Method)
+        /// The user isn't recognised.
+        case deny
+        /// The user cancels.
+        case cancel
+    }
+
+    /// The evaluated context the model hands out with an authentication.
+    private final class Context: Sendable {
+        let id: Int
+        init(id: Int) { self.id = id }
     }
 
     /// The keychain's contents and the device's state: the model below works on it, behind
@@ -65,6 +88,13 @@ public final class SimulatedKeychain: Sendable {
         var failures: [Int32] = []
         var calls: [Call] = []
         let groups: [String]
+        var biometryEnrolled = true
+        var enrolment = 0
+        var canPrompt = true
+        var answers: [PromptAnswer] = []
+        var prompts = 0
+        var nextContext = 0
+        var liveContexts: [Int: KeychainAuthentication.Method] = [:]
     }
 
     private let model: LockedBox<Model>
@@ -107,6 +137,39 @@ public final class SimulatedKeychain: Sendable {
     /// Every call so far, in order.
     public var receivedCalls: [Call] { model.withLock { $0.calls } }
 
+    /// Whether a prompt can be shown now: `false` for an app in the background, or an extension.
+    public var canPrompt: Bool {
+        get { model.withLock { $0.canPrompt } }
+        set { model.withLock { $0.canPrompt = newValue } }
+    }
+
+    /// Whether a face or finger is enrolled; without one, biometry-only items can't be written,
+    /// and a prompt is answered by the passcode.
+    public var biometryEnrolled: Bool {
+        get { model.withLock { $0.biometryEnrolled } }
+        set { model.withLock { $0.biometryEnrolled = newValue } }
+    }
+
+    /// Adds or removes a face or finger: every `.biometryCurrentSet` item becomes unreadable for
+    /// good.
+    public func changeEnrolment() {
+        model.withLock { $0.enrolment += 1 }
+    }
+
+    /// Answers the next prompts with `answers`, in order; once they are used, a prompt is
+    /// accepted (by biometry when enrolled, else by the passcode).
+    public func answerNextPrompts(_ answers: PromptAnswer...) {
+        model.withLock { $0.answers += answers }
+    }
+
+    /// How many prompts were shown.
+    public var promptsShown: Int { model.withLock { $0.prompts } }
+
+    /// The protection an item was last written with.
+    public func storedProtection(service: String, account: String) -> KeychainProtection? {
+        model.withLock { model in model.matches(KeychainItem(service: service, account: account)).first.flatMap { model.items[$0]?.protection } }
+    }
+
     /// The data of the item named by `service` and `account` in `group` (any group when `nil`),
     /// read as the test's own eyes, ignoring the lock state.
     /// - Returns: The data, or `nil` when there is no such item.
@@ -129,8 +192,46 @@ public final class SimulatedKeychain: Sendable {
             copy: { item in self.model.withLock { $0.copy(item) } },
             update: { item, data, accessibility in self.model.withLock { $0.update(item, data, accessibility) } },
             delete: { item in self.model.withLock { $0.delete(item) } },
-            message: { status in "simulated keychain status \(status)" }
+            message: { status in "simulated keychain status \(status)" },
+            read: { item, authentication in
+                let method = authentication.flatMap(self.method(of:))
+                return self.model.withLock { $0.read(item, method) }
+            },
+            addProtected: { item, data, accessibility, protection in
+                self.model.withLock { $0.add(item, data, accessibility, protection) }
+            },
+            updateProtected: { item, data, authentication in
+                let method = authentication.flatMap(self.method(of:))
+                return self.model.withLock { $0.updateProtected(item, data, method) }
+            },
+            protection: { item in self.model.withLock { $0.protection(item) } },
+            authenticate: { _, protection in self.authenticate(protection) },
+            invalidate: { authentication in
+                guard let context = authentication.withContext({ $0 as? Context }) else { return }
+                self.model.withLock { _ = $0.liveContexts.removeValue(forKey: context.id) }
+            }
         )
+    }
+
+    /// The method of a live authentication this model handed out; `nil` once invalidated.
+    private func method(of authentication: KeychainAuthentication) -> KeychainAuthentication.Method? {
+        guard let context = authentication.withContext({ $0 as? Context }) else { return nil }
+        return model.withLock { $0.liveContexts[context.id] }
+    }
+
+    private func authenticate(_ protection: KeychainProtection) -> Result<KeychainAuthentication, KeychainUnlockError> {
+        model.withLock { model in
+            guard model.canPrompt else { return .failure(.notInteractive) }
+            let biometryOnly = protection == .biometryAny || protection == .biometryCurrentSet
+            if biometryOnly, !model.biometryEnrolled { return .failure(.notAvailable) }
+            model.prompts += 1
+            let fallback: PromptAnswer = .accept(model.biometryEnrolled ? .biometry : .passcode)
+            let answer = model.answers.isEmpty ? fallback : model.answers.removeFirst()
+            guard case .accept(let method) = answer else { return .failure(answer == .deny ? .denied : .cancelled) }
+            model.nextContext += 1
+            model.liveContexts[model.nextContext] = method
+            return .success(KeychainAuthentication(method: method, context: Context(id: model.nextContext)))
+        }
     }
 }
 
@@ -160,23 +261,53 @@ extension SimulatedKeychain.Model {
         return nil
     }
 
-    mutating func add(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
+    mutating func add(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility, _ protection: KeychainProtection = .none) -> Int32 {
         calls.append(.add(item))
         if let refusal = refusal(item, writing: true) { return refusal }
         let key = Key(service: item.service, account: item.account, group: item.accessGroup ?? groups[0])
         guard items[key] == nil else { return KeychainStatus.duplicateItem }
         guard readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
-        items[key] = Stored(data: data, accessibility: accessibility)
+        if protection == .biometryAny || protection == .biometryCurrentSet, !biometryEnrolled { return KeychainStatus.notAvailable }
+        items[key] = Stored(data: data, accessibility: accessibility, protection: protection, enrolment: enrolment)
         return KeychainStatus.success
     }
 
-    mutating func copy(_ item: KeychainItem) -> (status: Int32, data: Data?) {
+    /// Whether an unlock's `method` opens `stored` now; the status it gets otherwise.
+    func access(_ stored: Stored, _ method: KeychainAuthentication.Method?) -> Int32? {
+        guard readable(stored.accessibility) else { return KeychainStatus.interactionNotAllowed }
+        guard stored.protection != .none else { return nil }
+        // NB: opening it would take a prompt, and a read never shows one.
+        guard let method, stored.protection.isSatisfied(by: method) else { return KeychainStatus.interactionNotAllowed }
+        // An item bound to the enrolment of its day is gone for good once it changed.
+        if stored.protection == .biometryCurrentSet, stored.enrolment != enrolment { return KeychainStatus.itemNotFound }
+        return nil
+    }
+
+    mutating func read(_ item: KeychainItem, _ method: KeychainAuthentication.Method?) -> (status: Int32, data: Data?) {
         calls.append(.copy(item))
         if let refusal = refusal(item, writing: false) { return (refusal, nil) }
         if state == .beforeFirstUnlock, prewarmed { return (KeychainStatus.itemNotFound, nil) }
         guard let key = matches(item).first, let stored = items[key] else { return (KeychainStatus.itemNotFound, nil) }
-        guard readable(stored.accessibility) else { return (KeychainStatus.interactionNotAllowed, nil) }
+        if let refused = access(stored, method) { return (refused, nil) }
         return (KeychainStatus.success, stored.data)
+    }
+
+    mutating func updateProtected(_ item: KeychainItem, _ data: Data, _ method: KeychainAuthentication.Method?) -> Int32 {
+        calls.append(.update(item))
+        if let refusal = refusal(item, writing: true) { return refusal }
+        guard let key = matches(item).first, let stored = items[key] else { return KeychainStatus.itemNotFound }
+        if let refused = access(stored, method) { return refused }
+        items[key]?.data = data
+        return KeychainStatus.success
+    }
+
+    func protection(_ item: KeychainItem) -> (status: Int32, protection: KeychainProtection) {
+        guard let key = matches(item).first, let stored = items[key] else { return (KeychainStatus.itemNotFound, .none) }
+        return (KeychainStatus.success, stored.protection)
+    }
+
+    mutating func copy(_ item: KeychainItem) -> (status: Int32, data: Data?) {
+        read(item, nil)
     }
 
     mutating func update(_ item: KeychainItem, _ data: Data, _ accessibility: KeychainAccessibility) -> Int32 {
@@ -184,6 +315,9 @@ extension SimulatedKeychain.Model {
         if let refusal = refusal(item, writing: true) { return refusal }
         guard let key = matches(item).first, let stored = items[key] else { return KeychainStatus.itemNotFound }
         guard readable(stored.accessibility), readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
+        // NB: the Keychain refuses a plain update of a protected item's data without its
+        // authentication; `updateProtected` is the way.
+        guard stored.protection == .none else { return KeychainStatus.interactionNotAllowed }
         items[key] = Stored(data: data, accessibility: accessibility)
         return KeychainStatus.success
     }

@@ -33,6 +33,9 @@ import Testing
         "LegacyTokenMigration": "an outcome", "SessionError": "account names",
         "TestLedger": "snapshots: their tokens print redacted (TestStorageTests checks it)", "Entry": "a TestLedger entry, as above",
         "ObservableEnvironment": "main-actor mirror of the session: covered by UserSession (macOS 14+)",
+        "KeychainProtection": "a case name", "KeychainPromptPolicy": "a case name and a duration",
+        "KeychainAuthentication": "how the user was recognised, and the system's opaque context: never a secret",
+        "KeychainUnlockError": "a case name and the system's message", "Method": "a case name", "PromptAnswer": "a case name",
     ]
 
     /// Public types checked below, each holding the secret.

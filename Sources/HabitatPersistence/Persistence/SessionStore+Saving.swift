@@ -28,6 +28,9 @@ package struct StoredTokens: Equatable {
     package var indexData: Data?
     /// Each account of the environment being saved: its item as stored, by name.
     package var items: [String: Data?]
+    /// The accounts whose token is the one the stack knows the store holds (the index names
+    /// the same pair): not read, and kept as they are.
+    var known: [String: TokenRecord.Entry] = [:]
 
     package init(indexData: Data?, items: [String: Data?] = [:]) {
         self.indexData = indexData
@@ -78,13 +81,18 @@ package struct SavePlan: Equatable {
 
 extension SessionStore {
     /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
-    func saveLocked(_ environment: HabitatEnvironment<App>) throws(SnapshotError) -> KnownSession? {
-        // NB: a session awaiting its token writes nothing: the saved snapshot and tokens stay
-        // as they were until the tokens are read or the app says the store is readable.
-        if environment.isAwaitingToken { return nil }
+    /// `known` is what the stack knows the store holds, when the store's index agrees: an
+    /// account whose token is the known one isn't read (one behind Face ID needs no unlock).
+    func saveLocked(_ environment: HabitatEnvironment<App>, known: KnownSession? = nil) throws(SnapshotError) -> KnownSession? {
+        // NB: an active session awaiting its token writes nothing: the saved snapshot and tokens
+        // stay as they were until the tokens are read or the app says the store is readable.
+        // Another account awaiting its token (one behind Face ID, say) keeps its stored item,
+        // unread: the rest is saved.
+        if environment.session?.state == .awaitingToken { return nil }
         let stored: StoredTokens
         do throws(StoreError) {
-            stored = try storedTokens(for: environment.accounts.map { App.accountID(of: $0.user) })
+            let accounts = environment.namedAccounts.filter { $0.session.state != .awaitingToken }
+            stored = try storedTokens(for: accounts.map { ($0.name, $0.session.token.secret) }, known: known?.entries ?? [:])
         } catch {
             // NB: signing every account out stands even when the secrets can't be read (a
             // locked keychain): the snapshot says nobody is signed in, and a later load that
@@ -98,15 +106,21 @@ extension SessionStore {
         return try SnapshotError.fromStore { () throws(StoreError) in try run(plan) }
     }
 
-    /// The index and the items of the accounts `names`, with the index moved to today's layout
-    /// first when an earlier version wrote it.
-    func storedTokens(for names: [String]) throws(StoreError) -> StoredTokens {
+    /// The index and the items of `accounts` (name and token), with the index moved to today's
+    /// layout first when an earlier version wrote it. An account whose token is the one `known`
+    /// says the store holds, under the pair the index names, isn't read.
+    func storedTokens(for accounts: [(name: String, secret: String)], known: [String: TokenRecord.Entry] = [:]) throws(StoreError) -> StoredTokens {
         var stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
         if let legacy = stored.index, !legacy.tokens.isEmpty {
             stored.indexData = try moveActiveToken(out: legacy)
         }
-        for name in names where stored.items[name] == nil {
-            stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+        let listed = stored.index?.others ?? [:]
+        for (name, secret) in accounts where stored.items[name] == nil && stored.known[name] == nil {
+            if let entry = known[name], entry.secret == secret, listed[name] == entry.id {
+                stored.known[name] = entry
+            } else {
+                stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+            }
         }
         return stored
     }
@@ -142,6 +156,16 @@ extension SessionStore {
         var fresh: [(name: String, item: TokenRecord)] = []
         var untrimmed: [(name: String, entry: TokenRecord.Entry)] = []
         for (name, session) in accounts {
+            if session.state == .awaitingToken {
+                // Kept as stored, never read: nothing to save it with when the index doesn't name it.
+                guard let id = stored.index?.others?[name] else { return nil }
+                pairs[name] = TokenRecord.Entry(id: id, secret: "")
+                continue
+            }
+            if let entry = stored.known[name] {
+                pairs[name] = entry
+                continue
+            }
             let item = TokenRecord.decode(stored.items[name] ?? nil)
             if let newest = item?.tokens.first, newest.secret == session.token.secret {
                 pairs[name] = newest

@@ -22,6 +22,13 @@ struct KnownSession: Sendable, Equatable {
         return pairID == other.pairID && others.mapValues(\.id) == other.others.mapValues(\.id)
     }
 
+    /// Every account's pair the stack knows with its token, by name, the active one's included.
+    var entries: [String: TokenRecord.Entry] {
+        var entries = others
+        if let active, let pairID, let secret { entries[active] = TokenRecord.Entry(id: pairID, secret: secret) }
+        return entries
+    }
+
     /// The pairing identifiers, as `SessionStore.snapshotPairs()` lists a snapshot's.
     var pairs: [String?] { [pairID] + others.sorted { $0.key < $1.key }.map { Optional($0.value.id) } }
 }
@@ -61,7 +68,7 @@ extension SessionStore {
                 guard environment.session == nil, environment.otherAccounts.isEmpty, try snapshotPairs() == known.pairs else { throw error }
                 return .saved(now: try saveLocked(environment))
             }
-            if stored.samePairs(known) { return .saved(now: try saveLocked(environment)) }
+            if stored.samePairs(known) { return .saved(now: try saveLocked(environment, known: known)) }
             if movedPast(known, stored: stored, by: environment) {
                 let snapshot = try loadLocked(secretsReadable: true)
                 var merged = environment

@@ -119,6 +119,11 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// `"\(tokenKey).\(name)"`, `name` being the account's (`EnvironmentSchema.accountID(of:)`).
     package func tokenKey(forAccount name: String) -> String { tokenKey + "." + name }
 
+    /// Runs `body` while no other save, load or user of this store's lock runs, in any process.
+    package func withSessionLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try lock.withLock(body)
+    }
+
     /// The namespace of one signed-in account's own data (drafts, caches, settings): a save
     /// that finds the account signed out, by `EnvironmentStack.logout(account:)`,
     /// `EnvironmentStack.logoutAll()`, a logout or a login of another user,
@@ -387,6 +392,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             }
             return (nil, nil)
         case .failure(let error):
+            // NB: a token that can never be read again ends the session, with its reason.
+            if case .protectionInvalidated = error { return (nil, error) }
             return (awaiting, error)
         }
     }

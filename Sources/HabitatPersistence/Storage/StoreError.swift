@@ -43,6 +43,11 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The system refused the operation on `key` with `status` (an `OSStatus` for the Keychain)
     /// and `message`, the system's own words. Nothing was changed.
     case systemStatus(key: String, status: Int32, message: String)
+    /// The secret under `key` can never be read again: it was protected by the biometry enrolled
+    /// when it was written (`KeychainProtection.biometryCurrentSet`), and a face or finger was
+    /// added or removed since. The item was deleted; a session whose token it held is signed
+    /// out with this reason (sign in again), never left waiting for it.
+    case protectionInvalidated(key: String, reason: String)
 
     /// A one-line message that names the file or key.
     public var description: String {
@@ -73,6 +78,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "the app is not entitled to store '\(key)': \(fix)"
         case .systemStatus(let key, let status, let message):
             "the system refused '\(key)' with status \(status): \(message)"
+        case .protectionInvalidated(let key, let reason):
+            "'\(key)' can't be read any more: \(reason); sign in again"
         }
     }
 }

@@ -30,12 +30,66 @@ nonisolated(unsafe) public let kSecValueData: CFString = "v_Data"
 nonisolated(unsafe) public let kSecReturnData: CFString = "r_Data"
 nonisolated(unsafe) public let kSecMatchLimit: CFString = "m_Limit"
 nonisolated(unsafe) public let kSecMatchLimitOne: CFString = "m_LimitOne"
+nonisolated(unsafe) public let kSecReturnAttributes: CFString = "r_Attributes"
+nonisolated(unsafe) public let kSecAttrGeneric: CFString = "gena"
+nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
+nonisolated(unsafe) public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
+
+/// An item's access control (`SecAccessControl`): here, its flags.
+public final class SecAccessControl: Sendable {
+    public let flags: SecAccessControlCreateFlags
+    init(flags: SecAccessControlCreateFlags) { self.flags = flags }
+}
+
+public struct SecAccessControlCreateFlags: OptionSet, Sendable {
+    public let rawValue: UInt
+    public init(rawValue: UInt) { self.rawValue = rawValue }
+    public static let userPresence = SecAccessControlCreateFlags(rawValue: 1 << 0)
+    public static let biometryAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
+    public static let biometryCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)
+}
+
+public func SecAccessControlCreateWithFlags(
+    _ allocator: AnyObject?,
+    _ protection: CFTypeRef,
+    _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<NSError>?>?
+) -> SecAccessControl? {
+    SecAccessControl(flags: flags)
+}
+
+// LocalAuthentication's prompt, standing in: no prompt can be shown on Linux.
+public enum LAPolicy: Int, Sendable {
+    case deviceOwnerAuthenticationWithBiometrics = 1
+    case deviceOwnerAuthentication = 2
+}
+
+public struct LAError: Error, Sendable {
+    public enum Code: Int, Sendable {
+        case authenticationFailed = -1, userCancel = -2, userFallback = -3, systemCancel = -4, passcodeNotSet = -5
+        case biometryNotAvailable = -6, biometryNotEnrolled = -7, biometryLockout = -8, appCancel = -9, invalidContext = -10
+        case notInteractive = -1004
+    }
+    public let code: Code
+}
+
+public final class LAContext {
+    public var interactionNotAllowed = false
+    public private(set) var isInvalidated = false
+    public init() {}
+    public func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool { true }
+    public func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        throw LAError(code: .notInteractive)
+    }
+    public func invalidate() { isInvalidated = true }
+}
 
 /// What the stand-in saw: the last query of each call, for the binding check's assertions.
 // Safe: every stored property is read and written only with `lock` held.
 public final class StandInKeychain: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [String: (data: Data, accessible: String)] = [:]
+    fileprivate var generic: [String: Data] = [:]
     private var queries: [[String: String]] = []
 
     public static let shared = StandInKeychain()
@@ -62,15 +116,21 @@ public final class StandInKeychain: @unchecked Sendable {
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     StandInKeychain.shared.handle(attributes) { key, items, attributes in
         guard items[key] == nil else { return errSecDuplicateItem }
-        items[key] = (attributes["v_Data"] as? Data ?? Data(), "\(attributes["pdmn"] ?? "")")
+        let protected = attributes["accc"] is SecAccessControl
+        items[key] = (attributes["v_Data"] as? Data ?? Data(), protected ? "accc" : "\(attributes["pdmn"] ?? "")")
+        StandInKeychain.shared.generic[key] = attributes["gena"] as? Data
         return errSecSuccess
     }
 }
 
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    StandInKeychain.shared.handle(query) { key, items, _ in
+    StandInKeychain.shared.handle(query) { key, items, attributes in
         guard let item = items[key] else { return errSecItemNotFound }
-        result?.pointee = item.data as NSData
+        if attributes["r_Attributes"] != nil {
+            result?.pointee = ["gena": StandInKeychain.shared.generic[key] ?? Data()] as NSDictionary
+        } else {
+            result?.pointee = item.data as NSData
+        }
         return errSecSuccess
     }
 }

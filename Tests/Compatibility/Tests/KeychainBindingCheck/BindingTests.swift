@@ -17,13 +17,24 @@ import Testing
         #expect(try secrets.secret(forKey: "token") == nil)
 
         let queries = StandInKeychain.shared.log.filter { $0["svce"] == "binding.check" }
-        #expect(queries.count == 6)  // add, add (duplicate), update, copy, delete, copy
+        // add, add (duplicate), the attributes (is it protected?), update, copy, delete, copy,
+        // the attributes (an item protected by an enrolment that changed?)
+        #expect(queries.count == 8)
         for query in queries {
             #expect(query["class"] == "genp")
             #expect(query["acct"] == "token")
             #expect(query["agrp"] == "TEAM.shared")
             #expect(query["sync"] == nil)
         }
+    }
+
+    @Test func aProtectedItemIsWrittenWithAnAccessControlAndReadWithoutAPrompt() async throws {
+        let secrets = KeychainSecretStore(service: "binding.protection")
+        try secrets.setSecret(Data("one".utf8), forKey: "protected-token")
+        try secrets.setProtection(.userPresence, forKey: "protected-token")
+        #expect(StandInKeychain.shared.accessibility(ofAccount: "protected-token") == "accc", "an access control, not an accessibility class alone")
+        #expect(try secrets.protection(forKey: "protected-token") == .userPresence, "the protection is read back from the item's attributes")
+        await #expect(throws: KeychainUnlockError.notInteractive) { try await secrets.unlock(reason: "no prompt on Linux") }
     }
 
     @Test func theSystemMessageReachesTheError() throws {
