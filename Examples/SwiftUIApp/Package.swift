@@ -4,7 +4,8 @@
 // macOS 13: an `App` with a main window and windows of their own per account (`WindowGroup(for:)`),
 // views that follow the session through `PublishedEnvironment`, sign-in, sign-out and account
 // switching from a view, a feature view whose model reads a slice, previews on the preview
-// environment, the Keychain store and the iOS launch rule. Its views are type-checked for iOS and macOS by
+// environment, the Keychain store, a "Require Face ID" setting per account with its unlock
+// screen, and the iOS launch rule. Its views are type-checked for iOS and macOS by
 // Scripts/check-apple.sh; its logic (AppCore) is built and tested on Linux too.
 //
 //     swift test    # AppCore's tests, in Swift Testing and XCTest
@@ -40,7 +41,11 @@ let package = Package(
         .executableTarget(name: "HabitatSwiftUIApp", dependencies: ["AppCore", "AppUI"], swiftSettings: mainActorByDefault),
         .testTarget(
             name: "AppCoreTests",
-            dependencies: ["AppCore", .product(name: "HabitatTesting", package: habitat)],
+            dependencies: [
+                "AppCore",
+                .product(name: "HabitatTesting", package: habitat),
+                .product(name: "HabitatPersistenceTesting", package: habitat),
+            ],
             swiftSettings: mainActorByDefault
         ),
         // XCTest's test cases are not main-actor types: this target keeps the default isolation.

@@ -31,7 +31,7 @@ public import HabitatPersistence
 ///   before it takes a missing token for a logout.
 ///
 /// The Keychain calls go through the `calls` given to
-/// ``init(service:accessGroup:accessibility:reportsMissingReliably:calls:)``; tests pass a model of
+/// ``init(service:accessGroup:accessibility:reportsMissingReliably:promptPolicy:calls:)``; tests pass a model of
 /// the Keychain there (`HabitatPersistenceTesting`'s `SimulatedKeychain`) and never reach a real
 /// keychain.
 public final class KeychainSecretStore: SecretStore {

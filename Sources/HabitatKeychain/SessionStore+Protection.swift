@@ -17,7 +17,7 @@ extension SessionStore {
     /// ```
     ///
     /// From then on, reading the token needs an unlock: a launch restores the account waiting
-    /// for its token (``Habitat/AuthState/awaitingToken``), as on a locked device, until the app
+    /// for its token (`AuthState.awaitingToken`), as on a locked device, until the app
     /// unlocks from the foreground and calls
     /// `EnvironmentStack.protectedDataDidBecomeAvailable(for:)`. Nothing prompts on its own.
     /// - Parameters:

@@ -3,17 +3,21 @@ import AppCore
 import Habitat
 import SwiftUI
 
-/// A window's first screen: the home screen for a signed-in member, the sign-in form otherwise.
-/// It redraws on every login, logout and switch, through the window's `PublishedEnvironment`.
+/// A window's first screen: the home screen for a signed-in member, the unlock screen while
+/// their token is behind Face ID, the sign-in form otherwise. It redraws on every login, logout
+/// and switch, through the window's `PublishedEnvironment`.
 ///
-/// Give it the window's model and its environment object (``WindowRoot`` does both).
+/// Give it the window's model and its environment objects (``WindowRoot`` does).
 public struct RootView: View {
     @EnvironmentObject private var environment: PublishedEnvironment<MainApp>
+    @EnvironmentObject private var faceID: FaceIDLock
 
     public init() {}
 
     public var body: some View {
-        if environment.session != nil {
+        if environment.session != nil, faceID.needsUnlock {
+            UnlockView()
+        } else if environment.session != nil {
             HomeView()
         } else {
             SignInView()
@@ -21,20 +25,44 @@ public struct RootView: View {
     }
 }
 
+/// The screen of an account whose token needs Face ID, Touch ID or the passcode: the one
+/// place the app prompts, when the user asks.
+struct UnlockView: View {
+    @EnvironmentObject private var faceID: FaceIDLock
+
+    var body: some View {
+        VStack(spacing: 16) {
+            Text("This account is locked").font(.title)
+            Button("Unlock with Face ID") { Task { await faceID.unlock() } }
+            if let problem = faceID.problem { Text(problem).foregroundColor(.secondary) }
+        }
+        .padding()
+    }
+}
+
 /// A window: its model, and what its views observe.
 public struct WindowRoot: View {
     @ObservedObject private var session: SessionModel
+    @ObservedObject private var faceID: FaceIDLock
 
-    /// - Parameter session: The window's model: `SessionModel()` for the main window,
-    ///   `SessionModel(window:)` for a window of its own.
-    public init(session: SessionModel) {
+    /// - Parameters:
+    ///   - session: The window's model: `SessionModel()` for the main window,
+    ///     `SessionModel(window:)` for a window of its own.
+    ///   - faceID: The app's Face ID setting and unlock.
+    public init(session: SessionModel, faceID: FaceIDLock) {
         self.session = session
+        self.faceID = faceID
     }
 
     public var body: some View {
         RootView()
             .environmentObject(session)
             .environmentObject(session.environment)
+            .environmentObject(faceID)
+            .onReceive(session.environment.objectWillChange) { _ in
+                // NB: sent before the change is applied: read the setting once it is.
+                Task { faceID.update() }
+            }
     }
 }
 
@@ -43,15 +71,19 @@ public struct WindowRoot: View {
 public struct AccountWindow: View {
     @Binding private var account: String?
     @StateObject private var session: SessionModel
+    private let faceID: FaceIDLock
 
-    /// - Parameter account: The window's value: the account it shows.
-    public init(account: Binding<String?>) {
+    /// - Parameters:
+    ///   - account: The window's value: the account it shows.
+    ///   - faceID: The app's Face ID setting and unlock.
+    public init(account: Binding<String?>, faceID: FaceIDLock) {
         _account = account
         _session = StateObject(wrappedValue: SessionModel(window: WindowEnvironment(following: appEnvironment, showing: account.wrappedValue)))
+        self.faceID = faceID
     }
 
     public var body: some View {
-        WindowRoot(session: session)
+        WindowRoot(session: session, faceID: faceID)
             .onReceive(session.environment.objectWillChange) { _ in
                 // NB: sent before the change is applied; the window's account is known already.
                 account = session.accountID
@@ -90,12 +122,14 @@ struct SignInView: View {
 struct HomeView: View {
     @EnvironmentObject private var session: SessionModel
     @EnvironmentObject private var environment: PublishedEnvironment<MainApp>
+    @EnvironmentObject private var faceID: FaceIDLock
     @Environment(\.openWindow) private var openWindow
 
     var body: some View {
         VStack(spacing: 16) {
             Text(session.greeting).font(.title)
             ProfileView()
+            Toggle("Require Face ID", isOn: Binding(get: { faceID.isRequired }, set: { on in Task { await faceID.setRequired(on) } }))
             ForEach(environment.otherAccounts, id: \.user.id) { other in
                 Button("Switch to \(other.user.name)") { try? session.switchAccount(to: String(other.user.id)) }
             }
@@ -123,7 +157,7 @@ struct ProfileView: View {
 
 struct RootView_Previews: PreviewProvider {
     static var previews: some View {
-        WindowRoot(session: SessionModel())
+        WindowRoot(session: SessionModel(), faceID: FaceIDLock(sessions: nil))
     }
 }
 

@@ -14,13 +14,15 @@ import UIKit
 @main
 struct HabitatSwiftUIApp: App {
     @StateObject private var session: SessionModel
+    @StateObject private var faceID: FaceIDLock
     private let sessions: SessionStore<MainApp>?
 
     init() {
         let session = SessionModel()
         _session = StateObject(wrappedValue: session)
         let directory = URL.applicationSupportDirectory.appending(path: "Habitat", directoryHint: .isDirectory)
-        sessions = try? AppStorage.sessions(in: directory)
+        let sessions = try? AppStorage.sessions(in: directory)
+        self.sessions = sessions
         if let sessions {
             #if canImport(UIKit)
             // Before the first unlock (or in a prewarmed launch) the Keychain may say "not
@@ -31,11 +33,13 @@ struct HabitatSwiftUIApp: App {
             session.launch(from: sessions)
             #endif
         }
+        // A protected account's token waits for the unlock screen: nothing prompts at launch.
+        _faceID = StateObject(wrappedValue: FaceIDLock(sessions: sessions))
     }
 
     var body: some Scene {
         WindowGroup {
-            WindowRoot(session: session)
+            WindowRoot(session: session, faceID: faceID)
                 #if canImport(UIKit)
                 .onReceive(NotificationCenter.default.publisher(for: UIApplication.protectedDataDidBecomeAvailableNotification)) { _ in
                     if let sessions { session.protectedDataDidBecomeAvailable(for: sessions) }
@@ -44,7 +48,7 @@ struct HabitatSwiftUIApp: App {
         }
         // A window per account: its value is the account it shows, kept across launches.
         WindowGroup("Account", for: String.self) { $account in
-            AccountWindow(account: $account)
+            AccountWindow(account: $account, faceID: faceID)
         }
     }
 }
