@@ -58,6 +58,15 @@ public final class MockKeyValueStore: KeyValueStore, Sendable {
         recorder.failNext(count, with: error)
     }
 
+    /// Makes the next `count` writes throw `error` (and change nothing); reads and listings go
+    /// through meanwhile.
+    /// - Parameters:
+    ///   - count: How many writes fail.
+    ///   - error: The error they throw.
+    public func failNextWrites(_ count: Int = 1, with error: StoreError = .unavailable(key: "MockKeyValueStore", reason: "a failure injected by the test")) {
+        recorder.failNext(count, with: error, writesOnly: true)
+    }
+
     /// Forgets the recorded operations.
     public func clearOperations() {
         recorder.clearOperations()
@@ -69,7 +78,7 @@ public final class MockKeyValueStore: KeyValueStore, Sendable {
 
     public func write(_ changes: [String: Data?]) throws(StoreError) {
         let kinds = changes.mapValues { $0 == nil ? WriteKind.removed : .written }
-        try recorder.perform(.write(kinds), key: changes.keys.sorted().joined(separator: ", ")) { values in
+        try recorder.perform(.write(kinds), key: changes.keys.sorted().joined(separator: ", "), writing: true) { values in
             for (key, data) in changes { values[key] = data }
         }
     }
@@ -145,6 +154,7 @@ final class MockRecorder<Operation: Sendable>: Sendable {
         var values: [String: Data]
         var log: [Operation] = []
         var failures: [StoreError] = []
+        var writeFailures: [StoreError] = []
         var unavailableReason: String?
     }
 
@@ -157,8 +167,14 @@ final class MockRecorder<Operation: Sendable>: Sendable {
     var operations: [Operation] { state.withLock { $0.log } }
     var contents: [String: Data] { state.withLock { $0.values } }
 
-    func failNext(_ count: Int, with error: StoreError) {
-        state.withLock { $0.failures.append(contentsOf: Array(repeating: error, count: count)) }
+    func failNext(_ count: Int, with error: StoreError, writesOnly: Bool = false) {
+        state.withLock { state in
+            if writesOnly {
+                state.writeFailures.append(contentsOf: Array(repeating: error, count: count))
+            } else {
+                state.failures.append(contentsOf: Array(repeating: error, count: count))
+            }
+        }
     }
 
     func clearOperations() {
@@ -169,12 +185,14 @@ final class MockRecorder<Operation: Sendable>: Sendable {
         state.withLock { $0.unavailableReason = reason }
     }
 
-    /// Logs `operation`, then throws the next injected failure, or `.unavailable` about `key`
-    /// while the store is unavailable, or runs `body` on the contents.
-    func perform<R>(_ operation: Operation, key: String, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
+    /// Logs `operation`, then throws the next injected failure (of a write, for one that is
+    /// `writing`), or `.unavailable` about `key` while the store is unavailable, or runs `body`
+    /// on the contents.
+    func perform<R>(_ operation: Operation, key: String, writing: Bool = false, _ body: (inout [String: Data]) -> R) throws(StoreError) -> R {
         try state.withLock { (state) throws(StoreError) -> R in
             state.log.append(operation)
             if !state.failures.isEmpty { throw state.failures.removeFirst() }
+            if writing, !state.writeFailures.isEmpty { throw state.writeFailures.removeFirst() }
             if let reason = state.unavailableReason { throw .unavailable(key: key, reason: reason) }
             return body(&state.values)
         }

@@ -32,7 +32,7 @@ import Darwin
         let sessions = try signedInStore(store, secrets)
         let app = makeStack()
         try app.restore(from: sessions)
-        store.failNext()
+        store.failNextWrites()
         #expect(throws: SnapshotError.self) { try app.logout(savingTo: sessions) }
         #expect(app.current.session == nil, "logged out here all the same")
         #expect(secrets.keys == [sessions.tokenKey], "the token and its stray copies are gone; the index names what is left to purge")
@@ -49,7 +49,7 @@ import Darwin
         try app.restore(from: sessions)
         let errors = ErrorLog()
         app.enableAutosave(to: sessions) { errors.append($0) }
-        store.failNext()
+        store.failNextWrites()
         app.logout()
         await app.flushAutosave()
         #expect(errors.entries.count == 1, "autosave reported the failed write")

@@ -3,9 +3,8 @@ package import Habitat
 
 // How a save writes the accounts. Every signed-in account keeps its token in its own item,
 // `tokenKey(forAccount:)`, the active one included; the index under `tokenKey` holds no secret:
-// it names every item a crash may leave (by account, with the pairing identifier of its
-// newest token) and which account is active. The snapshot names each account's token by its
-// pairing identifier.
+// it names every item a crash may leave, and changes only when an account signs in or out. The
+// snapshot names each account's token by its pairing identifier, and which account is active.
 //
 // A save reads, decides, then writes. `savePlan(for:stored:)` turns what the stack holds and
 // what the store holds into the ordered writes (a pure function, tested without I/O), and
@@ -28,9 +27,12 @@ package struct StoredTokens: Equatable {
     package var indexData: Data?
     /// Each account of the environment being saved: its item as stored, by name.
     package var items: [String: Data?]
-    /// The accounts whose token is the one the stack knows the store holds (the index names
-    /// the same pair): not read, and kept as they are.
+    /// The accounts whose token is the one the stack knows the store holds (the snapshot names
+    /// the same pairs): not read, and kept as they are.
     var known: [String: TokenRecord.Entry] = [:]
+    /// The pairs the saved snapshot names, by account: read only for an account that waits for
+    /// its token, which keeps its pair.
+    var snapshotPairs: [String: String] = [:]
 
     package init(indexData: Data?, items: [String: Data?] = [:]) {
         self.indexData = indexData
@@ -73,15 +75,13 @@ package struct SaveStep: Equatable {
 /// A save's writes in order, and what the store holds once they ran.
 package struct SavePlan: Equatable {
     package var steps: [SaveStep]
-    /// What the store holds after every step.
+    /// What the store holds once the snapshot is written.
     var known: KnownSession
-    /// What the store holds when the snapshot was written and tidying stopped.
-    var knownUntidy: KnownSession
 }
 
 extension SessionStore {
     /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
-    /// `known` is what the stack knows the store holds, when the store's index agrees: an
+    /// `known` is what the stack knows the store holds, when the saved snapshot agrees: an
     /// account whose token is the known one isn't read (one behind Face ID needs no unlock).
     func saveLocked(_ environment: HabitatEnvironment<App>, known: KnownSession? = nil) throws(SnapshotError) -> KnownSession? {
         // NB: an active session awaiting its token writes nothing: the saved snapshot and tokens
@@ -89,9 +89,9 @@ extension SessionStore {
         // Another account awaiting its token (one behind Face ID, say) keeps its stored item,
         // unread: the rest is saved.
         if environment.session?.state == .awaitingToken { return nil }
-        let stored: StoredTokens
+        var stored: StoredTokens
+        let accounts = environment.namedAccounts.filter { $0.session.state != .awaitingToken }
         do throws(StoreError) {
-            let accounts = environment.namedAccounts.filter { $0.session.state != .awaitingToken }
             stored = try storedTokens(for: accounts.map { ($0.name, $0.session.token.secret) }, known: known?.entries ?? [:])
         } catch {
             // NB: signing every account out stands even when the secrets can't be read (a
@@ -102,21 +102,21 @@ extension SessionStore {
             try SnapshotError.fromStore { () throws(StoreError) in try store.setData(snapshot, forKey: key) }
             throw .store(error)
         }
+        if accounts.count != environment.namedAccounts.count { stored.snapshotPairs = try savedPairs() }
         guard let plan = try savePlan(for: environment, stored: stored) else { return nil }
         return try SnapshotError.fromStore { () throws(StoreError) in try run(plan) }
     }
 
     /// The index and the items of `accounts` (name and token), with the index moved to today's
     /// layout first when an earlier version wrote it. An account whose token is the one `known`
-    /// says the store holds, under the pair the index names, isn't read.
+    /// says the store holds (the caller checked the snapshot names the same pairs) isn't read.
     func storedTokens(for accounts: [(name: String, secret: String)], known: [String: TokenRecord.Entry] = [:]) throws(StoreError) -> StoredTokens {
         var stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
         if let legacy = stored.index, !legacy.tokens.isEmpty {
             stored.indexData = try moveActiveToken(out: legacy)
         }
-        let listed = stored.index?.others ?? [:]
         for (name, secret) in accounts where stored.items[name] == nil && stored.known[name] == nil {
-            if let entry = known[name], entry.secret == secret, listed[name] == entry.id {
+            if let entry = known[name], entry.secret == secret {
                 stored.known[name] = entry
             } else {
                 stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
@@ -135,9 +135,9 @@ extension SessionStore {
         let snapshotUser = (try? store.data(forKey: key)).flatMap { try? decodePayload($0) }?.session?.user
         let name = legacy.account ?? snapshotUser.map(App.accountID(of:)) ?? ""
         try secrets.setSecret(TokenRecord(tokens: legacy.tokens).encoded(), forKey: tokenKey(forAccount: name))
-        var items = legacy.others ?? [:]
-        items[name] = legacy.tokens[0].id
-        let moved = TokenRecord(tokens: [], others: items, account: name).encoded()
+        var items = (legacy.others ?? [:]).mapValues { _ in "" }
+        items[name] = ""
+        let moved = TokenRecord(tokens: [], others: items).encoded()
         try secrets.setSecret(moved, forKey: tokenKey)
         return moved
     }
@@ -157,8 +157,8 @@ extension SessionStore {
         var untrimmed: [(name: String, entry: TokenRecord.Entry)] = []
         for (name, session) in accounts {
             if session.state == .awaitingToken {
-                // Kept as stored, never read: nothing to save it with when the index doesn't name it.
-                guard let id = stored.index?.others?[name] else { return nil }
+                // Kept as stored, never read: nothing to save it with when the snapshot doesn't name it.
+                guard let id = stored.snapshotPairs[name] else { return nil }
                 pairs[name] = TokenRecord.Entry(id: id, secret: "")
                 continue
             }
@@ -191,7 +191,7 @@ extension SessionStore {
         var steps = purged.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0), nil), onFailure: beforeSnapshot) }
         // NB: the signed-out accounts stay listed until the save is made, so that one whose
         // data couldn't be purged is purged by the next save, or judged by the next load.
-        let during = TokenRecord(tokens: [], others: listed.merging(pairs.mapValues(\.id)) { _, new in new }, account: activeName)
+        let during = TokenRecord.index(naming: Set(listed.keys).union(pairs.keys))
         if during != stored.index {
             steps.append(SaveStep(action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, undo: fresh.isEmpty ? nil : .some(stored.indexData)))
         }
@@ -204,16 +204,11 @@ extension SessionStore {
         let snapshot = try encode(environment, pairID: activeName.flatMap { pairs[$0]?.id }, others: others.mapValues(\.id))
         steps.append(SaveStep(action: .setSnapshot(snapshot), onFailure: .undoAndAbort))
         steps += untrimmed.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), TokenRecord(tokens: [$0.entry]).encoded()), onFailure: .ignore) }
-        let final = TokenRecord(tokens: [], others: pairs.mapValues(\.id), account: activeName)
+        let final = TokenRecord.index(naming: Set(pairs.keys))
         if final != during { steps.append(SaveStep(action: .setSecret(key: tokenKey, final.encodedUnlessEmpty), onFailure: .stopTidying)) }
 
         let active = activeName.flatMap { pairs[$0] }
-        let known = KnownSession(pairID: active?.id, secret: active?.secret, others: others, active: activeName)
-        var untidy = known
-        for (name, id) in during.others ?? [:] where name != activeName && others[name] == nil {
-            untidy.others[name] = TokenRecord.Entry(id: id, secret: "")
-        }
-        return SavePlan(steps: steps, known: known, knownUntidy: untidy)
+        return SavePlan(steps: steps, known: KnownSession(pairID: active?.id, secret: active?.secret, others: others, active: activeName))
     }
 
     /// Makes `plan`'s writes in order; returns what the store holds after them.
@@ -241,7 +236,7 @@ extension SessionStore {
                     for (key, data) in undo.reversed() { try? secrets.setSecret(data, forKey: key) }
                     throw error
                 case .ignore: continue
-                case .stopTidying: return plan.knownUntidy
+                case .stopTidying: return plan.known
                 }
             }
             if case .setSnapshot = step.action, let deferred { throw deferred }

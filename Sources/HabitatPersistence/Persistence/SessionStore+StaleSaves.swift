@@ -143,22 +143,43 @@ extension SessionStore {
     /// The pairing identifiers the saved snapshot names (the active account's, then the others'
     /// by name), read without the secrets; `nil` when nothing is saved.
     private func snapshotPairs() throws(SnapshotError) -> [String?]? {
-        guard let data = try SnapshotError.fromStore({ () throws(StoreError) in try store.data(forKey: key) }) else { return nil }
-        let payload = try decodePayload(data)
+        guard let payload = try savedPayload() else { return nil }
         return [payload.session?.pairID] + (payload.accounts ?? []).sorted { ($0.account ?? "") < ($1.account ?? "") }.map(\.pairID)
     }
 
-    private func storedPairLocked() throws(SnapshotError) -> KnownSession {
-        let record = TokenRecord.decode(try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey) })
-        if let newest = record?.tokens.first {
-            // The layout before 0.2: the active token in the index, the others listed beside it.
-            let others = (record?.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
-            return KnownSession(pairID: newest.id, secret: newest.secret, others: others, active: record?.account ?? "")
+    /// The saved snapshot's payload; `nil` when nothing is saved.
+    private func savedPayload() throws(SnapshotError) -> Payload? {
+        guard let data = try SnapshotError.fromStore({ () throws(StoreError) in try store.data(forKey: key) }) else { return nil }
+        return try decodePayload(data)
+    }
+
+    /// The pair of each account the saved snapshot names, by name.
+    func savedPairs() throws(SnapshotError) -> [String: String] {
+        pairs(in: try savedPayload()).entries.mapValues(\.id)
+    }
+
+    /// The pairs `payload` names, by account, no token read (but the others' entries' secrets
+    /// are empty, and the active one's is `nil`).
+    func pairs(in payload: Payload?) -> KnownSession {
+        var known = KnownSession(pairID: payload?.session?.pairID, secret: nil, active: payload?.session.map { App.accountID(of: $0.user) })
+        for saved in payload?.accounts ?? [] {
+            known.others[saved.account ?? App.accountID(of: saved.user)] = TokenRecord.Entry(id: saved.pairID ?? "", secret: "")
         }
-        let active = record?.account
-        var others = (record?.others ?? [:]).mapValues { TokenRecord.Entry(id: $0, secret: "") }
-        guard let active, let pair = others.removeValue(forKey: active) else { return KnownSession(pairID: nil, secret: nil, others: others) }
-        let item = TokenRecord.decode(try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) })
-        return KnownSession(pairID: pair.id, secret: item?.tokens.first { $0.id == pair.id }?.secret, others: others, active: active)
+        return known
+    }
+
+    /// What the store holds now: the pairs the saved snapshot names (the commit point of every
+    /// save), with the active account's token read from its item.
+    private func storedPairLocked() throws(SnapshotError) -> KnownSession {
+        var known = pairs(in: try savedPayload())
+        guard let active = known.active, let pairID = known.pairID else { return known }
+        let item = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) }
+        known.secret = TokenRecord.decode(item)?.tokens.first { $0.id == pairID }?.secret
+        if known.secret == nil {
+            // NB: in the layout before 0.2, the active token is in the index.
+            let index = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
+            known.secret = TokenRecord.decode(index)?.tokens.first { $0.id == pairID }?.secret
+        }
+        return known
     }
 }

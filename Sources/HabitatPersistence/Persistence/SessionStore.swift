@@ -18,7 +18,7 @@ public import Habitat
 /// The snapshot is JSON under `key` in the plain store; each signed-in account's token is under
 /// `"\(key).token.NAME"` in the secret store (`NAME` being the account's
 /// `EnvironmentSchema.accountID(of:)`, empty by default) and nowhere else. `"\(key).token"` is the
-/// index: it names every account's item and the active account, and holds no secret. With
+/// index: it names every account's item, and holds no secret. With
 /// several accounts signed in, the snapshot holds them all and says which is active.
 ///
 /// Several processes (an app and its extensions) and several stacks may share one session
@@ -111,7 +111,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         SessionStore(store: InMemoryStore(), secrets: InMemorySecretStore())
     }
 
-    /// The key in `secrets` of the index: every account's item and which is active, no secret.
+    /// The key in `secrets` of the index: the name of every account's item, no secret.
     /// (Before 0.2 it held the active account's token too.)
     package var tokenKey: String { key + ".token" }
 
@@ -260,9 +260,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         let index = Result { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
         let absenceIsFinal = secretsReadable || secrets.reportsMissingReliably
         let found = restoreAccounts(of: payload, index: index, absenceIsFinal: absenceIsFinal)
-        var listed = (try? index.get()).flatMap(TokenRecord.decode)?.others ?? [:]
         if absenceIsFinal, discardsUnpairedSecrets {
-            listed = discardUnpaired(found, listed: listed, index: index, payload: payload)
+            discardUnpaired(found, listed: (try? index.get()).flatMap(TokenRecord.decode)?.others ?? [:], index: index, payload: payload)
         }
         guard let payload else { return nil }
         var snapshot = SessionSnapshot<App>(session: found.session, config: payload.config, savedAt: payload.savedAt, tokenProblem: found.tokenProblem)
@@ -272,8 +271,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             let active = found.session.map { App.accountID(of: $0.user) }
             var others = found.pairs
             if let active { others[active] = nil }
-            for (name, id) in listed where name != active && others[name] == nil {
-                others[name] = TokenRecord.Entry(id: id, secret: "")
+            // An account whose token is damaged is still named by the snapshot.
+            for (name, entry) in pairs(in: payload).others where found.accountProblems[name] != nil && others[name] == nil {
+                others[name] = entry
             }
             snapshot.known = KnownSession(pairID: active.flatMap { found.pairs[$0]?.id }, secret: found.session?.token.secret, others: others, active: active)
         }
@@ -332,8 +332,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
 
     /// Deletes the items no saved account names (and the data of accounts a save signed out
     /// without finishing), and makes the index name the saved accounts only.
-    /// - Returns: The accounts the index lists now.
-    private func discardUnpaired(_ found: RestoredAccounts, listed: [String: String], index: Result<Data?, StoreError>, payload: Payload?) -> [String: String] {
+    private func discardUnpaired(_ found: RestoredAccounts, listed: [String: String], index: Result<Data?, StoreError>, payload: Payload?) {
         let savedActive = payload?.session.map { App.accountID(of: $0.user) }
         var named = Set(found.pairs.keys).union(found.accountProblems.keys)
         if found.tokenProblem != nil, let savedActive { named.insert(savedActive) }
@@ -350,17 +349,16 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         }
         // The index names the snapshot's accounts only: after a crash between a save's index
         // and its snapshot, it agrees with the snapshot again.
-        guard found.tokenProblem == nil, found.session?.state != .awaitingToken, case .success(let data?) = index else { return listed }
+        guard found.tokenProblem == nil, found.session?.state != .awaitingToken, case .success(let data?) = index else { return }
         let active = found.session.map { App.accountID(of: $0.user) }
-        let tokens = found.activeInIndex ? (TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID } ?? []) : []
-        guard !found.activeInIndex || !tokens.isEmpty else { return listed }
-        var names = listed.filter { named.contains($0.key) }.merging(found.pairs.mapValues(\.id)) { _, saved in saved }
-        if found.activeInIndex, let active { names[active] = nil }
-        let kept = TokenRecord(tokens: tokens, others: names, account: active)
-        if TokenRecord.decode(data) != kept, (try? secrets.setSecret(kept.encodedUnlessEmpty, forKey: tokenKey)) != nil {
-            return kept.others ?? [:]
+        var kept = TokenRecord.index(naming: Set(listed.keys).intersection(named).union(found.pairs.keys))
+        if found.activeInIndex {
+            // The layout before 0.2: the active token stays in the index, which names the others.
+            let tokens = TokenRecord.decode(data)?.tokens.filter { $0.id == payload?.session?.pairID } ?? []
+            guard !tokens.isEmpty, let active else { return }
+            kept = TokenRecord(tokens: tokens, others: (kept.others ?? [:]).filter { $0.key != active }, account: active)
         }
-        return listed
+        if TokenRecord.decode(data) != kept { try? secrets.setSecret(kept.encodedUnlessEmpty, forKey: tokenKey) }
     }
 
     /// `saved` with its token from `secret` (the item under `key`), in state

@@ -5,8 +5,8 @@ import Habitat
 ///
 /// An account's item (`tokenKey(forAccount:)`) holds its token: the newest save's and, while a
 /// save that changes it is under way, the previous one too, each under the pairing identifier
-/// its snapshot names. The index (`tokenKey`) holds no token: it names every account's item and
-/// the active account. Before 0.2 the index held the active account's tokens itself
+/// its snapshot names. The index (`tokenKey`) holds no token: it names every account's item, so a
+/// load finds them all. Before 0.2 it held the active account's tokens itself
 /// (`SessionStore.storedTokens(for:)` moves them).
 struct TokenRecord: Codable, Equatable {
     struct Entry: Codable, Equatable {
@@ -18,15 +18,18 @@ struct TokenRecord: Codable, Equatable {
     var format = formatName
     /// Newest first. In the index, empty (but in the layout before 0.2).
     var tokens: [Entry]
-    /// In the index only: every signed-in account's name, each with the pairing identifier of
-    /// the newest token in its own item. It lists every item a save may have left, so a load
-    /// finds (and judges) them without listing the secret store. (Before 0.2: every account but
-    /// the active one.)
+    /// In the index only: every account's name that has an item. It lists every item a save may
+    /// have left, so a load finds (and judges) them without listing the secret store. (Before
+    /// 0.2: every account but the active one, each with its token's pairing identifier.)
     var others: [String: String]?
 
-    /// In the index: the active account's name; `nil` when nobody is signed in (before 0.2,
-    /// also when the name was empty).
+    /// Before 0.2, in the index: the active account's name, whose token the index held.
     var account: String?
+
+    /// An index naming `names`.
+    static func index(naming names: Set<String>) -> TokenRecord {
+        TokenRecord(tokens: [], others: Dictionary(uniqueKeysWithValues: names.map { ($0, "") }))
+    }
 
     init(tokens: [Entry], others: [String: String]? = nil, account: String? = nil) {
         self.tokens = tokens
