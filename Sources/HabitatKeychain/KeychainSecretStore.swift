@@ -53,6 +53,8 @@ public final class KeychainSecretStore: SecretStore {
     package let calls: KeychainCalls
     /// The last unlock's authentication and when its prompt was shown, while it may be used.
     private let unlocked = LockedBox<(authentication: KeychainAuthentication, at: ContinuousClock.Instant)?>(nil)
+    /// How far the package's tests moved this store's clock ahead of the system's.
+    private let clockOffset = LockedBox<Duration>(.zero)
 
     /// Opens the Keychain items of `service`.
     /// - Parameters:
@@ -231,7 +233,7 @@ public final class KeychainSecretStore: SecretStore {
         if promptPolicy != .everyUnlock, let current = authentication, protection.isSatisfied(by: current.method) { return }
         let authentication = try await calls.authenticate(reason, protection).get()
         let previous = unlocked.withLock { state in
-            defer { state = (authentication, .now) }
+            defer { state = (authentication, now) }
             return state?.authentication
         }
         if let previous { calls.invalidate(previous) }
@@ -254,7 +256,7 @@ public final class KeychainSecretStore: SecretStore {
     private var authentication: KeychainAuthentication? {
         let (current, expired) = unlocked.withLock { state -> (KeychainAuthentication?, KeychainAuthentication?) in
             guard let unlock = state else { return (nil, nil) }
-            if case .within(let window) = promptPolicy, ContinuousClock.now - unlock.at >= window {
+            if case .within(let window) = promptPolicy, now - unlock.at >= window {
                 state = nil
                 return (nil, unlock.authentication)
             }
@@ -262,6 +264,14 @@ public final class KeychainSecretStore: SecretStore {
         }
         if let expired { calls.invalidate(expired) }
         return current
+    }
+
+    /// The time the prompt window is measured on.
+    private var now: ContinuousClock.Instant { .now + clockOffset.withLock { $0 } }
+
+    /// Moves this store's clock ahead, for the package's tests of the prompt window.
+    package func advanceClock(by duration: Duration) {
+        clockOffset.withLock { $0 += duration }
     }
 
     /// Throws when `item` exists but can never be read again: protected by the biometry enrolled

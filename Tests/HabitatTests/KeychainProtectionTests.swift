@@ -126,12 +126,13 @@ enum Surroundings: String, CaseIterable, Sendable {
 
     @Test func aWindowReusesOnePromptAndEndsOnItsOwn() async throws {
         try adaProtected(.userPresence)
-        let secrets = secrets(policy: .within(.milliseconds(300)))
+        let secrets = secrets(policy: .within(.seconds(300)))
         try await secrets.unlock(reason: "Unlock")
+        secrets.advanceClock(by: .seconds(299))
         try await secrets.unlock(reason: "Unlock")
         #expect(keychain.promptsShown == 1, "within the window, one prompt")
         #expect(try sessions(secrets).load()?.session?.token.secret == "ada-token")
-        try await Task.sleep(for: .milliseconds(400))
+        secrets.advanceClock(by: .seconds(2))
         #expect(!secrets.isUnlocked)
         #expect(try sessions(secrets).load()?.session?.state == .awaitingToken, "past the window, the token is unavailable")
         try await secrets.unlock(reason: "Unlock")
