@@ -5,13 +5,14 @@ import Habitat
 // save never undoes that change: it writes its configuration beside the stored session, and
 // the stack takes the stored session.
 
-/// What a stack knows the store holds: the pair (snapshot and token record entry) it last saved
-/// or restored, and that pair's token. `pairID` and `secret` are `nil` for "logged out".
+/// What a stack knows the store holds: the pairs (the snapshot's, each naming an entry of an
+/// account's token item) it last saved or restored, and the active pair's token. `pairID` and
+/// `secret` are `nil` for "logged out".
 struct KnownSession: Sendable, Equatable {
     var pairID: String?
     var secret: String?
-    /// The other signed-in accounts' pairs, by account name (a pair read from the token record
-    /// alone has an empty `secret`).
+    /// The other signed-in accounts' pairs, by account name (a pair read from the snapshot alone
+    /// has an empty `secret`).
     var others: [String: TokenRecord.Entry] = [:]
     /// The active account's name; `nil` when none is active.
     var active: String?
@@ -135,7 +136,7 @@ extension SessionStore {
         return environment.session?.token.secret == known.secret && others == known.others.mapValues(\.secret)
     }
 
-    /// The pair the store holds now: the token record's newest entry, without a full load.
+    /// The pairs the store holds now, read from the snapshot, without a full load.
     func storedPair() throws(SnapshotError) -> KnownSession {
         try lock.withLock { () throws(SnapshotError) -> KnownSession in try storedPairLocked() }
     }

@@ -23,8 +23,8 @@ extension EnvironmentStack {
     /// (``KeyValueStore/observeChanges(_:)``: a ``JSONFileStore`` watched by the kernel), the
     /// follower checks the store when it changes, and an idle follower wakes nobody. Otherwise
     /// (the kernel refused the watch, or a store that can't tell) it checks every `interval`.
-    /// ``StoreFollower/usesChangeFeed`` says which. A check is one read of the secret store (the
-    /// token record names the stored session), and a full load only when it changed. A change
+    /// ``StoreFollower/usesChangeFeed`` says which. A check reads the snapshot's pairs and the
+    /// active account's token item, and makes a full load only when they changed. A change
     /// made in this stack is never taken for another's: what this stack saved or restored is
     /// what it compares with. The global stack follows; scopes don't.
     ///
