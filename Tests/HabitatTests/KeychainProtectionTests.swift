@@ -208,6 +208,30 @@ enum Surroundings: String, CaseIterable, Sendable {
         #expect(keychain.storedData(service: "com.example.app", account: "habitat.session.token.ada") == nil)
     }
 
+    /// A follower keeps taking other processes' changes while a protected account waits.
+    @Test func aWaitingProtectedAccountDoesntStopAFollower() async throws {
+        let setup = stack()
+        setup.login(user: Handle(id: "grace"), token: AuthToken("grace-token"))
+        setup.addAccount(user: Handle(id: "ada"), token: AuthToken("ada-token"))
+        try setup.save(to: sessions(secrets()))
+        try sessions(secrets()).setProtection(.userPresence, forAccount: "grace")
+
+        let follower = stack()
+        let sessions = sessions(secrets())
+        follower.restoreAtLaunch(from: sessions)
+        #expect(follower.current.otherAccounts.map(\.state) == [.awaitingToken])
+        let following = follower.followStore(sessions, checkingEvery: .milliseconds(20))
+        defer { following.stop() }
+
+        let other = stack()   // another process, the same store
+        other.restoreAtLaunch(from: sessions)
+        other.addAccount(user: Handle(id: "alan"), token: AuthToken("alan-token"))
+        try other.save(to: sessions)
+        try await eventually { follower.current.session?.token.secret == "alan-token" }
+        #expect(follower.current.otherAccounts.map(\.user.id).sorted() == ["ada", "grace"])
+        #expect(keychain.promptsShown == 0)
+    }
+
     @Test func aRotatedTokenStaysProtected() async throws {
         try adaProtected(.userPresence)
         let secrets = secrets()

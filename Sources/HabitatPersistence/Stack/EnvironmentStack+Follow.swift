@@ -66,7 +66,9 @@ extension EnvironmentStack {
         } catch {
             return
         }
-        if snapshot?.accounts.isAwaitingToken == true { return }
+        // NB: an active account waiting for its token (a locked device) takes nothing yet;
+        // another account waiting (one behind Face ID) is taken as it is, waiting.
+        if snapshot?.session?.state == .awaitingToken { return }
         // NB: the knowledge after the stack took the store's accounts, and only then (see
         // `Autosave.save`): a save that reads the knowledge first never finds it newer than
         // the environment it reads next. Superseded by a change made here, the next check, or
