@@ -24,17 +24,10 @@ extension KeychainCalls {
     /// never synchronizable.
     public static let system = KeychainCalls(
         add: { item, secret, accessibility in
-            var attributes = KeychainCalls.query(item)
-            attributes[kSecValueData as String] = secret
-            attributes[kSecAttrAccessible as String] = accessibility.systemValue
-            return SecItemAdd(attributes as CFDictionary, nil)
+            KeychainCalls.add(item, secret, accessibility, .none)
         },
         copy: { item in
-            var search = KeychainCalls.query(item)
-            search[kSecReturnData as String] = true
-            search[kSecMatchLimit as String] = kSecMatchLimitOne
-            var result: CFTypeRef?
-            let status = SecItemCopyMatching(search as CFDictionary, &result)
+            let (status, result) = KeychainCalls.copyMatching(item, returning: kSecReturnData, nil)
             return (status, result as? Data)
         },
         update: { item, secret, accessibility in
@@ -51,29 +44,11 @@ extension KeychainCalls {
             SecCopyErrorMessageString(status, nil).map { $0 as String }
         },
         read: { item, authentication in
-            var search = KeychainCalls.query(item)
-            search[kSecReturnData as String] = true
-            search[kSecMatchLimit as String] = kSecMatchLimitOne
-            return KeychainCalls.withContext(authentication) { context in
-                search[kSecUseAuthenticationContext as String] = context
-                var result: CFTypeRef?
-                let status = SecItemCopyMatching(search as CFDictionary, &result)
-                return (status, result as? Data)
-            }
+            let (status, result) = KeychainCalls.copyMatching(item, returning: kSecReturnData, authentication)
+            return (status, result as? Data)
         },
         addProtected: { item, secret, accessibility, protection in
-            var attributes = KeychainCalls.query(item)
-            attributes[kSecValueData as String] = secret
-            attributes[kSecAttrGeneric as String] = Data(protection.rawValue.utf8)
-            guard let flags = protection.accessControlFlags else {
-                attributes[kSecAttrAccessible as String] = accessibility.systemValue
-                return SecItemAdd(attributes as CFDictionary, nil)
-            }
-            guard let control = SecAccessControlCreateWithFlags(nil, accessibility.systemValue, flags, nil) else {
-                return KeychainStatus.unimplemented
-            }
-            attributes[kSecAttrAccessControl as String] = control
-            return SecItemAdd(attributes as CFDictionary, nil)
+            KeychainCalls.add(item, secret, accessibility, protection)
         },
         updateProtected: { item, secret, authentication in
             KeychainCalls.withContext(authentication) { context in
@@ -84,24 +59,17 @@ extension KeychainCalls {
             }
         },
         protection: { item in
-            // NB: the attributes only, with a context that can't prompt: an item's access
-            // control guards its data, not its attributes.
-            var search = KeychainCalls.query(item)
-            search[kSecReturnAttributes as String] = true
-            search[kSecMatchLimit as String] = kSecMatchLimitOne
-            return KeychainCalls.withContext(nil) { context in
-                search[kSecUseAuthenticationContext as String] = context
-                var result: CFTypeRef?
-                let status = SecItemCopyMatching(search as CFDictionary, &result)
-                let marker = (result as? [String: Any])?[kSecAttrGeneric as String] as? Data
-                let protection = marker.flatMap { KeychainProtection(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .none
-                return (status, protection)
-            }
+            // NB: the attributes only: an item's access control guards its data, not them.
+            let (status, result) = KeychainCalls.copyMatching(item, returning: kSecReturnAttributes, nil)
+            let marker = (result as? [String: Any])?[kSecAttrGeneric as String] as? Data
+            return (status, marker.flatMap { KeychainProtection(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .none)
         },
         authenticate: { reason, protection in
             let context = LAContext()
             // NB: user presence takes biometry or the passcode; which one answered isn't told,
             // so it counts as the passcode (biometry-only items need `.biometryAny`'s prompt).
+            // NB: spelled here, not through the store's package helper: this file is also built
+            // in the Compatibility package, which sees only the public API.
             let biometryOnly = protection == .biometryAny || protection == .biometryCurrentSet
             let policy: LAPolicy = biometryOnly ? .deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
             var unavailable: NSError?
@@ -119,6 +87,37 @@ extension KeychainCalls {
             authentication.withContext { ($0 as? LAContext)?.invalidate() }
         }
     )
+
+    /// `SecItemAdd` of `item`, with an access control for `protection` (and a marker of it in
+    /// `kSecAttrGeneric`, which `protection` reads back), or its accessibility class alone.
+    private static func add(_ item: KeychainItem, _ secret: Data, _ accessibility: KeychainAccessibility, _ protection: KeychainProtection) -> OSStatus {
+        var attributes = query(item)
+        attributes[kSecValueData as String] = secret
+        guard let flags = protection.accessControlFlags else {
+            attributes[kSecAttrAccessible as String] = accessibility.systemValue
+            return SecItemAdd(attributes as CFDictionary, nil)
+        }
+        guard let control = SecAccessControlCreateWithFlags(nil, accessibility.systemValue, flags, nil) else {
+            return KeychainStatus.unimplemented
+        }
+        attributes[kSecAttrAccessControl as String] = control
+        attributes[kSecAttrGeneric as String] = Data(protection.rawValue.utf8)
+        return SecItemAdd(attributes as CFDictionary, nil)
+    }
+
+    /// `SecItemCopyMatching` of `item`, returning its data or its attributes (`returning`),
+    /// with the authentication's context or one that never prompts.
+    private static func copyMatching(_ item: KeychainItem, returning: CFString, _ authentication: KeychainAuthentication?) -> (OSStatus, CFTypeRef?) {
+        var search = query(item)
+        search[returning as String] = true
+        search[kSecMatchLimit as String] = kSecMatchLimitOne
+        return withContext(authentication) { context in
+            search[kSecUseAuthenticationContext as String] = context
+            var result: CFTypeRef?
+            let status = SecItemCopyMatching(search as CFDictionary, &result)
+            return (status, result)
+        }
+    }
 
     /// Runs `body` with the authentication's evaluated context, or, without one, a context
     /// that never prompts: a read that would need the user fails with

@@ -19,11 +19,11 @@ public enum KeychainProtection: String, Sendable, Hashable, CaseIterable {
 
     /// Whether a prompt that proved `method` opens an item protected this way.
     package func isSatisfied(by method: KeychainAuthentication.Method) -> Bool {
-        switch self {
-        case .none, .userPresence: true
-        case .biometryAny, .biometryCurrentSet: method == .biometry
-        }
+        !needsBiometry || method == .biometry
     }
+
+    /// Whether only a face or finger opens it (no passcode fallback).
+    package var needsBiometry: Bool { self == .biometryAny || self == .biometryCurrentSet }
 }
 
 /// When a ``KeychainSecretStore`` asks the user again, once it was unlocked

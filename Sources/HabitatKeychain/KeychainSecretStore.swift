@@ -107,11 +107,15 @@ public final class KeychainSecretStore: SecretStore {
 
     public func secret(forKey key: String) throws(StoreError) -> Data? {
         let item = item(forKey: key)
+        let authentication = authentication
         let (status, data) = calls.read(item, authentication)
         switch status {
         case KeychainStatus.success: return data ?? Data()
         case KeychainStatus.itemNotFound, KeychainStatus.authFailed:
-            try checkNotInvalidated(item)
+            // NB: only an unlocked read can find an item gone for good: without the user, a
+            // protected item answers "interaction not allowed". An unprotected "not found" costs
+            // no second call.
+            if authentication != nil { try checkNotInvalidated(item) }
             guard status == KeychainStatus.itemNotFound else { throw error(status, item) }
             return nil
         default: throw error(status, item)
@@ -231,19 +235,19 @@ public final class KeychainSecretStore: SecretStore {
     /// - Throws: ``KeychainUnlockError``; the store stays as it was.
     public func unlock(reason: String, for protection: KeychainProtection = .userPresence) async throws(KeychainUnlockError) {
         if promptPolicy != .everyUnlock, let current = authentication, protection.isSatisfied(by: current.method) { return }
-        let authentication = try await calls.authenticate(reason, protection).get()
-        let previous = unlocked.withLock { state in
-            defer { state = (authentication, now) }
-            return state?.authentication
-        }
-        if let previous { calls.invalidate(previous) }
+        replaceUnlock(with: (try await calls.authenticate(reason, protection).get(), now))
     }
 
     /// Ends the unlock (an app's "lock now", or leaving a screen that showed protected data):
     /// protected secrets are unavailable until the next ``unlock(reason:for:)``, which prompts.
     public func lock() {
+        replaceUnlock(with: nil)
+    }
+
+    /// Replaces the unlock, ending the previous one's authentication.
+    private func replaceUnlock(with unlock: (authentication: KeychainAuthentication, at: ContinuousClock.Instant)?) {
         let previous = unlocked.withLock { state in
-            defer { state = nil }
+            defer { state = unlock }
             return state?.authentication
         }
         if let previous { calls.invalidate(previous) }

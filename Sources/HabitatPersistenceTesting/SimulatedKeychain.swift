@@ -222,8 +222,7 @@ public final class SimulatedKeychain: Sendable {
     private func authenticate(_ protection: KeychainProtection) -> Result<KeychainAuthentication, KeychainUnlockError> {
         model.withLock { model in
             guard model.canPrompt else { return .failure(.notInteractive) }
-            let biometryOnly = protection == .biometryAny || protection == .biometryCurrentSet
-            if biometryOnly, !model.biometryEnrolled { return .failure(.notAvailable) }
+            if protection.needsBiometry, !model.biometryEnrolled { return .failure(.notAvailable) }
             model.prompts += 1
             let fallback: PromptAnswer = .accept(model.biometryEnrolled ? .biometry : .passcode)
             let answer = model.answers.isEmpty ? fallback : model.answers.removeFirst()
@@ -267,7 +266,7 @@ extension SimulatedKeychain.Model {
         let key = Key(service: item.service, account: item.account, group: item.accessGroup ?? groups[0])
         guard items[key] == nil else { return KeychainStatus.duplicateItem }
         guard readable(accessibility) else { return KeychainStatus.interactionNotAllowed }
-        if protection == .biometryAny || protection == .biometryCurrentSet, !biometryEnrolled { return KeychainStatus.notAvailable }
+        if protection.needsBiometry, !biometryEnrolled { return KeychainStatus.notAvailable }
         items[key] = Stored(data: data, accessibility: accessibility, protection: protection, enrolment: enrolment)
         return KeychainStatus.success
     }

@@ -24,7 +24,9 @@ package import Habitat
 /// What a save read from the secret store before deciding anything.
 package struct StoredTokens: Equatable {
     /// The index as stored (put back when a save that wrote new tokens fails).
-    package var indexData: Data?
+    package var indexData: Data? { didSet { index = TokenRecord.decode(indexData) } }
+    /// `indexData`, decoded.
+    private(set) var index: TokenRecord?
     /// Each account of the environment being saved: its item as stored, by name.
     package var items: [String: Data?]
     /// The accounts whose token is the one the stack knows the store holds (the snapshot names
@@ -37,9 +39,8 @@ package struct StoredTokens: Equatable {
     package init(indexData: Data?, items: [String: Data?] = [:]) {
         self.indexData = indexData
         self.items = items
+        index = TokenRecord.decode(indexData)
     }
-
-    var index: TokenRecord? { TokenRecord.decode(indexData) }
 }
 
 /// One write of a save, and what a failure of it means.

@@ -30,7 +30,7 @@ struct KnownSession: Sendable, Equatable {
         return entries
     }
 
-    /// The pairing identifiers, as `SessionStore.snapshotPairs()` lists a snapshot's.
+    /// The pairing identifiers: the active account's, then the others' by name.
     var pairs: [String?] { [pairID] + others.sorted { $0.key < $1.key }.map { Optional($0.value.id) } }
 }
 
@@ -66,7 +66,7 @@ extension SessionStore {
             } catch {
                 // The secrets can't be read (a locked keychain). A sign-out of every account
                 // still stands when the snapshot is the one this stack knew: nobody changed it.
-                guard environment.session == nil, environment.otherAccounts.isEmpty, try snapshotPairs() == known.pairs else { throw error }
+                guard environment.session == nil, environment.otherAccounts.isEmpty, try savedPayload().map({ pairs(in: $0).pairs }) == known.pairs else { throw error }
                 return .saved(now: try saveLocked(environment))
             }
             if stored.samePairs(known) { return .saved(now: try saveLocked(environment, known: known)) }
@@ -139,13 +139,6 @@ extension SessionStore {
     /// The pairs the store holds now, read from the snapshot, without a full load.
     func storedPair() throws(SnapshotError) -> KnownSession {
         try lock.withLock { () throws(SnapshotError) -> KnownSession in try storedPairLocked() }
-    }
-
-    /// The pairing identifiers the saved snapshot names (the active account's, then the others'
-    /// by name), read without the secrets; `nil` when nothing is saved.
-    private func snapshotPairs() throws(SnapshotError) -> [String?]? {
-        guard let payload = try savedPayload() else { return nil }
-        return [payload.session?.pairID] + (payload.accounts ?? []).sorted { ($0.account ?? "") < ($1.account ?? "") }.map(\.pairID)
     }
 
     /// The saved snapshot's payload; `nil` when nothing is saved.

@@ -17,14 +17,19 @@ struct FaceIDLockTests {
         return SessionStore(store: snapshots, secrets: secrets)
     }
 
-    @Test func aProtectedAccountShowsTheUnlockScreenUntilTheUserUnlocks() async throws {
-        let first = sessions
+    /// Ada signed in and saved, with Face ID required: the model and the setting.
+    func adaRequiringFaceID(in sessions: SessionStore<MainApp>) async throws -> (SessionModel, FaceIDLock) {
         let model = SessionModel()
-        model.launch(from: first)
+        model.launch(from: sessions)
         try await model.signIn(email: "ada@example.com")
-        try appEnvironment.save(to: first)
-        let setting = FaceIDLock(sessions: first)
-        await setting.setRequired(true)
+        try appEnvironment.save(to: sessions)
+        let faceID = FaceIDLock(sessions: sessions)
+        await faceID.setRequired(true)
+        return (model, faceID)
+    }
+
+    @Test func aProtectedAccountShowsTheUnlockScreenUntilTheUserUnlocks() async throws {
+        let (model, setting) = try await adaRequiringFaceID(in: sessions)
         #expect(setting.isRequired)
 
         // The next launch: a new Keychain store over the same items, nothing unlocked.
@@ -45,13 +50,7 @@ struct FaceIDLockTests {
     }
 
     @Test func turningTheSettingOffAsksTheUserFirst() async throws {
-        let sessions = sessions
-        let model = SessionModel()
-        model.launch(from: sessions)
-        try await model.signIn(email: "ada@example.com")
-        try appEnvironment.save(to: sessions)
-        let faceID = FaceIDLock(sessions: sessions)
-        await faceID.setRequired(true)
+        let (_, faceID) = try await adaRequiringFaceID(in: sessions)
         keychain.answerNextPrompts(.deny)
         await faceID.setRequired(false)
         #expect(faceID.isRequired, "denied: still required")
