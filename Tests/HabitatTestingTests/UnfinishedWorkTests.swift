@@ -66,11 +66,14 @@ final class Flag: Sendable {
     @Test func theTeardownRunsAfterTheWorkHasDrained() async throws {
         let test = try #require(Test.current)
         let log = Flag()
-        // NB: a minute, not the default 10 s: in a loaded run (the thread sanitizer, every test at
-        // once) the task may wait that long for a thread of the cooperative pool.
+        // NB: ten minutes, not the default 10 s: in a loaded run (the thread sanitizer, every
+        // test at once on two cores) the task may wait for a thread of the cooperative pool as
+        // long as the whole run lasts (one CI run starved it past a minute, and the teardown ran
+        // first). A teardown that doesn't wait still fails at once; only a drain that never
+        // ends takes the ten minutes.
         let trait = trait.allowingUnfinishedWork()
-            .teardown(waitingAtMost: .seconds(60)) { log.append("first teardown") }
-            .teardown(waitingAtMost: .seconds(60)) { log.append("second teardown") }
+            .teardown(waitingAtMost: .seconds(600)) { log.append("first teardown") }
+            .teardown(waitingAtMost: .seconds(600)) { log.append("second teardown") }
         try await trait.provideScope(for: test, testCase: Test.Case.current) {
             Task {
                 try? await Task.sleep(for: .milliseconds(200))
