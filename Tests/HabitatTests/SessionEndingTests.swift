@@ -111,14 +111,37 @@ import Darwin
         #expect(try sessions.load()?.session?.user == .grace, "a login made here is this stack's own change")
     }
 
-    @Test func aLogoutHereKeepsALoginMadeElsewhereSince() throws {
+    /// A logout signs out the account this stack held, even when another stack signed it in
+    /// again meanwhile (in a one-account app, every user is that account): the user who tapped
+    /// it couldn't see the other login, and a logout is undone only by a login after it.
+    /// (Before 0.2 the other login stood, and the stale stack took it: the session explorer
+    /// showed the same rule taking back an account the stack had just signed out.)
+    @Test func aLogoutHereSignsTheAccountOutEvenWhenSignedInAgainElsewhere() throws {
         let sessions = try signedInStore(InMemoryStore(), InMemorySecretStore())
         let (first, second) = try twoStacksRestored(from: sessions)
         first.login(user: .grace, token: AuthToken("grace-token"))
         try first.save(to: sessions)
         try second.logout(savingTo: sessions)
-        #expect(try sessions.load()?.session?.user == .grace, "the newer login elsewhere stands")
-        #expect(second.current.currentUser == .grace, "and the stale stack took it")
+        #expect(try sessions.load()?.session == nil, "the account this stack held is signed out")
+        #expect(second.current.session == nil)
+    }
+
+    /// In an app with several accounts, a logout here signs out the accounts this stack held, and
+    /// keeps an account signed in elsewhere that it never held, active as it was there.
+    @Test func aLogoutHereKeepsAnAccountSignedInElsewhereThatItNeverHeld() async throws {
+        let sessions = SessionStore<AccountsApp>.inMemory()
+        let first = makeAccountsStack()
+        first.login(user: .ada, token: memberToken(.ada, 1))
+        try first.save(to: sessions)
+        let second = makeAccountsStack()
+        try second.restore(from: sessions)
+        second.addAccount(user: .grace, token: memberToken(.grace, 2))
+        try second.save(to: sessions)
+        try first.logout(savingTo: sessions)
+        let stored = try #require(try sessions.load())
+        #expect(stored.session?.user == .grace, "Grace, signed in elsewhere, stays, and stays active")
+        #expect(stored.otherAccounts.isEmpty, "Ada, signed out here, is gone")
+        #expect(first.current.session?.user == .grace)
     }
 
     @Test(.enabled(if: canRunFixtures))

@@ -104,7 +104,7 @@ extension SessionStore {
             throw .store(error)
         }
         if accounts.count != environment.namedAccounts.count { stored.snapshotPairs = try savedPairs() }
-        guard let plan = try savePlan(for: environment, stored: stored) else { return nil }
+        guard let plan = try savePlan(for: environment, stored: stored, newPairID: pairIDs) else { return nil }
         return try SnapshotError.fromStore { () throws(StoreError) in try run(plan) }
     }
 

@@ -120,18 +120,23 @@ extension SessionStore {
         if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active {
             active = stored.active
         }
+        // An account active elsewhere that this stack never knew stays active when this stack
+        // has none active (it signed its own out).
+        if active == nil, let elsewhere = stored.active, !knownNames.contains(elsewhere) { active = elsewhere }
         var merged = environment
         merged.setAll(active: accounts.first { $0.0 == active }?.1, others: accounts.filter { $0.0 != active }.map(\.1))
         return merged
     }
 
     /// Whether the store moved past what the stack knew while the stack itself changed nothing
-    /// (its active token and its other accounts' are the ones it knew), or the stack logged
-    /// everyone out while the store signed someone in it never saw.
+    /// (its active token and its other accounts' are the ones it knew, or it knew and holds no
+    /// account). A stack that signed accounts out is merged instead: the accounts it signed out
+    /// stay signed out (the session explorer found a stale sign-out taking back every account,
+    /// the one it signed out included).
     private func movedPast(_ known: KnownSession, stored: KnownSession, by environment: HabitatEnvironment<App>) -> Bool {
         let others = Dictionary(environment.otherAccounts.map { (App.accountID(of: $0.user), $0.token.secret) }, uniquingKeysWith: { first, _ in first })
         if environment.session == nil, others.isEmpty {
-            return stored.pairID != nil && stored.pairID != known.pairID
+            return known.entries.isEmpty && stored.pairID != nil
         }
         return environment.session?.token.secret == known.secret && others == known.others.mapValues(\.secret)
     }

@@ -53,6 +53,9 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     public let accountDataStore: any KeyValueStore
     let migrations: [Int: SnapshotMigration]
     let lock: SessionLock
+    /// Makes each new token's pairing identifier: random, but for the session explorer's replays,
+    /// which count, so that a replayed trace writes the same bytes.
+    package var pairIDs: @Sendable () -> String = { UUID().uuidString }
 
     /// Creates a session store.
     /// - Parameters:

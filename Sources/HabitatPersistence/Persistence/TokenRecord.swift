@@ -44,8 +44,11 @@ struct TokenRecord: Codable, Equatable {
     var encodedUnlessEmpty: Data? { isEmpty ? nil : encoded() }
 
     func encoded() -> Data {
-        // NB: encoding two strings and an array of them cannot fail.
-        (try? JSONEncoder().encode(self)) ?? Data()
+        // NB: encoding two strings and an array of them cannot fail. Sorted keys: the same
+        // record is the same bytes in every process (a replayed trace compares stores by bytes).
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)) ?? Data()
     }
 
     /// The record in `data`, or `nil` when `data` is not one (a token stored plainly by an

@@ -51,7 +51,13 @@ extension EnvironmentStack {
         let storage = TestStorage<App>.current
         let snapshot = try (storage?.resolve(sessions) ?? sessions).load()
         storage?.record(.restored(snapshot))
-        guard let snapshot else { return nil }
+        guard let snapshot else {
+            // NB: nothing saved is knowledge too: a save that finds another process's login since
+            // merges with it instead of writing over it (the session explorer found a first save
+            // signing out an account another process had signed in).
+            if storage == nil { autosave.knowledge = KnownSession() }
+            return nil
+        }
         run(.restored(snapshot.accounts, config: snapshot.config), fileID: fileID, line: line)
         // NB: after the stack holds it (see `Autosave.save`); never a test's store.
         if storage == nil, let known = snapshot.known { autosave.knowledge = known }
@@ -75,9 +81,11 @@ extension EnvironmentStack {
     /// }
     /// ```
     ///
-    /// If another process (or another stack on the store) signed a different session in since
-    /// this stack last saved or restored, that session is kept and this stack takes it (a
-    /// `EnvironmentChangeKind.storeChanged` change): a stack that missed a change never undoes it.
+    /// The accounts this stack held are signed out in the store too, whatever another process (or
+    /// another stack on the store) did to them since this stack last saved or restored (a token
+    /// rotated there, or the account signed in again: a logout is never undone by a change the
+    /// user who tapped it couldn't see). An account signed in elsewhere that this stack never
+    /// held is kept, and this stack takes it (a `EnvironmentChangeKind.storeChanged` change).
     /// - Parameters:
     ///   - sessions: The store to save the logged-out state to.
     ///   - fileID: The calling file, recorded in the frame's `FrameOrigin`.
