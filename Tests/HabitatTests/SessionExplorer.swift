@@ -464,8 +464,8 @@ final class ExplorerWorld {
     private func refresh(_ p: Int) async {
         let process = processes[p]
         guard process.stack.current.session != nil else { return }
-        let held = process.accounts
-        let failed = process.stack.autosave.lastFailure != nil
+        var held = process.accounts
+        var failed = process.stack.autosave.lastFailure != nil
         let outcome = try? await process.stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
             inFlight = (p, session.token.secret)
             defer { inFlight = nil }
@@ -474,6 +474,8 @@ final class ExplorerWorld {
                     await apply(event)
                     continue
                 }
+                held = processes[p].accounts
+                failed = processes[p].stack.autosave.lastFailure != nil
                 switch answer {
                 case .notSent: return .notSent
                 case .ok: return server.refresh(session.token).map { .refreshed(token: $0) } ?? .ended
@@ -576,30 +578,37 @@ final class ExplorerWorld {
     /// `text` with each token (`ada#3`) and pairing identifier (`pair-7`) renamed by its order
     /// of appearance.
     static func canonical(_ text: String) -> String {
-        var names: [Substring: String] = [:]
-        var result = ""
-        var index = text.startIndex
-        var copied = index
-        while index < text.endIndex {
-            let rest = text[index...]
-            let prefix = rest.hasPrefix("pair-") ? "pair-" : rest.hasPrefix("ada#") ? "ada#" : rest.hasPrefix("grace#") ? "grace#" : nil
-            guard let prefix else {
-                index = text.index(after: index)
+        // NB: a plain loop over the bytes: tests build without optimisation, where slices and
+        // generic searches made this the explorer's slowest step.
+        var names: [String: String] = [:]
+        var result: [UInt8] = []
+        let bytes = Array(text.utf8)
+        result.reserveCapacity(bytes.count)
+        let count = bytes.count
+        var index = 0
+        while index < count {
+            var length = 0
+            if index + 5 < count, bytes[index] == 0x70, bytes[index + 1] == 0x61, bytes[index + 2] == 0x69, bytes[index + 3] == 0x72, bytes[index + 4] == 0x2D {
+                length = 5   // "pair-"
+            } else if index + 4 < count, bytes[index] == 0x61, bytes[index + 1] == 0x64, bytes[index + 2] == 0x61, bytes[index + 3] == 0x23 {
+                length = 4   // "ada#"
+            } else if index + 6 < count, bytes[index] == 0x67, bytes[index + 1] == 0x72, bytes[index + 2] == 0x61, bytes[index + 3] == 0x63, bytes[index + 4] == 0x65, bytes[index + 5] == 0x23 {
+                length = 6   // "grace#"
+            }
+            var end = index + length
+            while length > 0, end < count, bytes[end] >= 0x30, bytes[end] <= 0x39 { end += 1 }
+            guard length > 0, end > index + length else {
+                result.append(bytes[index])
+                index += 1
                 continue
             }
-            let digits = rest.dropFirst(prefix.count).prefix { $0.isASCII && $0.isNumber }
-            guard !digits.isEmpty else {
-                index = text.index(after: index)
-                continue
-            }
-            result += text[copied..<index]
-            let found = text[index..<digits.endIndex]
-            if names[found] == nil { names[found] = (prefix == "pair-" ? "P" : prefix) + String(names.count) }
-            result += names[found]!
-            index = digits.endIndex
-            copied = index
+            let found = String(decoding: bytes[index..<end], as: UTF8.self)
+            let name = names[found] ?? ((length == 5 ? "P" : String(decoding: bytes[index..<index + length], as: UTF8.self)) + String(names.count))
+            names[found] = name
+            result.append(contentsOf: name.utf8)
+            index = end
         }
-        return result + text[copied...]
+        return String(decoding: result, as: UTF8.self)
     }
 }
 
@@ -607,6 +616,8 @@ final class ExplorerWorld {
 /// state.
 struct SessionExplorer {
     var depth: Int
+    /// The events explored; every event by default.
+    var events: @Sendable (ExplorerEvent) -> Bool = { _ in true }
     var plant: ExplorerPlant?
     /// Stops at the first violation of this invariant (a planted bug's test).
     var stopAt: ExplorerInvariant?
@@ -625,7 +636,7 @@ struct SessionExplorer {
         var frontier: [(path: [ExplorerEvent], enabled: [ExplorerEvent])] = []
         let root = try await run([], in: directory, report: &report)
         seen.insert(root.key)
-        frontier.append(([], root.enabled))
+        frontier.append(([], root.enabled.filter(events)))
         report.states = 1
         for level in 1...depth {
             var next: [(path: [ExplorerEvent], enabled: [ExplorerEvent])] = []
@@ -635,7 +646,7 @@ struct SessionExplorer {
                     let end = try await run(path, in: directory, report: &report)
                     if let stopAt, report.violations.contains(where: { $0.invariant == stopAt }) { return report }
                     guard seen.insert(end.key).inserted else { continue }
-                    next.append((path, end.enabled))
+                    next.append((path, end.enabled.filter(events)))
                 }
             }
             report.states += next.count

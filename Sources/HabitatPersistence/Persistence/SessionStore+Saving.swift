@@ -30,7 +30,7 @@ package struct StoredTokens: Equatable {
     /// Each account of the environment being saved: its item as stored, by name.
     package var items: [String: Data?]
     /// The accounts whose token is the one the stack knows the store holds (the snapshot names
-    /// the same pairs): not read, and kept as they are.
+    /// the same pairs) and whose item can't be read now: kept as they are.
     var known: [String: TokenRecord.Entry] = [:]
     /// The pairs the saved snapshot names, by account: read only for an account that waits for
     /// its token, which keeps its pair.
@@ -83,7 +83,8 @@ package struct SavePlan: Equatable {
 extension SessionStore {
     /// Saves `environment`; returns what the store holds now (`nil` when it wrote nothing).
     /// `known` is what the stack knows the store holds, when the saved snapshot agrees: an
-    /// account whose token is the known one isn't read (one behind Face ID needs no unlock).
+    /// account whose token is the known one and can't be read now (one behind Face ID) is kept
+    /// without an unlock.
     func saveLocked(_ environment: HabitatEnvironment<App>, known: KnownSession? = nil) throws(SnapshotError) -> KnownSession? {
         // NB: an active session awaiting its token writes nothing: the saved snapshot and tokens
         // stay as they were until the tokens are read or the app says the store is readable.
@@ -109,18 +110,23 @@ extension SessionStore {
     }
 
     /// The index and the items of `accounts` (name and token), with the index moved to today's
-    /// layout first when an earlier version wrote it. An account whose token is the one `known`
-    /// says the store holds (the caller checked the snapshot names the same pairs) isn't read.
+    /// layout first when an earlier version wrote it. An account whose item can't be read, and
+    /// whose token is the one `known` says the store holds (the caller checked the snapshot
+    /// names the same pairs), is kept as known.
     func storedTokens(for accounts: [(name: String, secret: String)], known: [String: TokenRecord.Entry] = [:]) throws(StoreError) -> StoredTokens {
         var stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
         if let legacy = stored.index, !legacy.tokens.isEmpty {
             stored.indexData = try moveActiveToken(out: legacy)
         }
         for (name, secret) in accounts where stored.items[name] == nil && stored.known[name] == nil {
-            if let entry = known[name], entry.secret == secret {
-                stored.known[name] = entry
-            } else {
+            // NB: a known account's item is read all the same (a process killed while signing it
+            // out may have deleted it, the snapshot still naming it); the known pair stands in
+            // only when the item can't be read now (behind Face ID, say).
+            do throws(StoreError) {
                 stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+            } catch {
+                guard let entry = known[name], entry.secret == secret else { throw error }
+                stored.known[name] = entry
             }
         }
         return stored

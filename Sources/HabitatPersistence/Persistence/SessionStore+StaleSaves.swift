@@ -1,3 +1,4 @@
+import Foundation
 import Habitat
 
 // Saves from a stack that missed a change: another process (or another stack on the same store)
@@ -17,10 +18,13 @@ struct KnownSession: Sendable, Equatable {
     /// The active account's name; `nil` when none is active.
     var active: String?
 
-    /// Whether `other` names the same pairs: what the store comparisons look at.
+    /// Whether `other` names the same pairs, and, when it knows the active token, this holds it
+    /// too: what the store comparisons look at. (A process killed while signing the active
+    /// account out may have deleted its token and left the snapshot naming it: signed out.)
     func samePairs(_ other: KnownSession?) -> Bool {
         guard let other else { return false }
         return pairID == other.pairID && others.mapValues(\.id) == other.others.mapValues(\.id)
+            && (other.secret == nil || secret == other.secret)
     }
 
     /// Every account's pair the stack knows with its token, by name, the active one's included.
@@ -171,6 +175,18 @@ extension SessionStore {
     /// save), with the active account's token read from its item.
     private func storedPairLocked() throws(SnapshotError) -> KnownSession {
         var known = pairs(in: try savedPayload())
+        // NB: an account whose item is gone is signed out, though the snapshot names it (a
+        // process killed while signing it out deletes its token first); one whose item can't be
+        // read now (behind Face ID) is taken as named.
+        for (name, entry) in known.others {
+            let item: Data?
+            do throws(StoreError) {
+                item = try secrets.secret(forKey: tokenKey(forAccount: name))
+            } catch {
+                continue
+            }
+            if TokenRecord.decode(item)?.tokens.contains(where: { $0.id == entry.id }) != true { known.others[name] = nil }
+        }
         guard let active = known.active, let pairID = known.pairID else { return known }
         let item = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) }
         known.secret = TokenRecord.decode(item)?.tokens.first { $0.id == pairID }?.secret

@@ -9,7 +9,8 @@ extension EnvironmentStack {
     /// and returns a new token, optionally with fresh user data, or says the session is gone.
     /// The stack then becomes `AuthState.authenticated` with the new token, or logs out. If
     /// the session changed while `refresh` ran (the user logged out or someone else logged
-    /// in), the result is dropped and ``SessionRefreshOutcome/superseded`` returned.
+    /// in, here or, with autosave on, in another process or stack on the store), the result is
+    /// dropped and ``SessionRefreshOutcome/superseded`` returned.
     ///
     /// ```swift
     /// let outcome = try await appEnvironment.refreshSession { session in
@@ -228,6 +229,13 @@ extension EnvironmentStack {
         if case .held(let lease) = turn, case .refreshed = answer, shared?.lock.holds(lease) != true {
             return (await endUnconfirmed(session, because: .leaseLapsed, at: site), .ended, false)
         }
+        // NB: an answer that comes after another process signed the account out (its logout
+        // saved while the request was out) would undo that logout: the store's sign-out is
+        // taken instead (found by the session explorer).
+        if case .refreshed = answer, let sessions = shared ?? autosaveStore(), signedOutElsewhere(session, in: sessions) {
+            takeStoredSessionIfChanged(in: sessions)
+            return (.superseded, .ended, !sent)
+        }
         let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
         // The new token is on disk before anyone who waited for it resumes.
         await autosave.flush()
@@ -327,6 +335,16 @@ extension EnvironmentStack {
               stored.state != .awaitingToken, stored.token.secret != session.token.secret
         else { return nil }
         return .refreshed(token: stored.token, user: stored.user)
+    }
+
+    /// Whether the account of `session`, which this stack knew the store held, is signed out
+    /// there now.
+    private func signedOutElsewhere(_ session: UserSession<App.User>, in sessions: SessionStore<App>) -> Bool {
+        let name = App.accountID(of: session.user)
+        guard let known = autosave.knowledge, known.active == name || known.others[name] != nil,
+              let stored = try? sessions.storedPair()
+        else { return false }
+        return stored.active != name && stored.others[name] == nil
     }
 
     /// Reads the token of a session `AuthState.awaitingToken` from the autosave store, when
