@@ -126,6 +126,29 @@ import Darwin
         #expect(second.current.session == nil)
     }
 
+    /// A refresh answered after another stack saved the account's sign-out doesn't bring the
+    /// session back under its new token: the answer is dropped and the sign-out taken (the bug
+    /// supabase-swift #1371 and AppAuth-iOS #814 report; the session explorer found it here).
+    @Test func aRefreshAnsweredAfterAnotherStackSignedTheAccountOutIsDropped() async throws {
+        let sessions = SessionStore<AccountsApp>.inMemory()
+        let app = makeAccountsStack()
+        app.enableAutosave(to: sessions)
+        app.login(user: .ada, token: memberToken(.ada, 1))
+        await app.flushAutosave()
+        let other = makeAccountsStack()
+        other.restoreAtLaunch(from: sessions)
+        other.enableAutosave(to: sessions)
+        let outcome = await app.refreshSession { _ in
+            _ = other.logout()
+            await other.flushAutosave()
+            return .refreshed(token: memberToken(.ada, 2))
+        }
+        await app.flushAutosave()
+        #expect(outcome == .superseded)
+        #expect(try sessions.load()?.session == nil, "the sign-out stands")
+        #expect(app.current.session == nil, "and the refreshing stack took it")
+    }
+
     /// In an app with several accounts, a logout here signs out the accounts this stack held, and
     /// keeps an account signed in elsewhere that it never held, active as it was there.
     @Test func aLogoutHereKeepsAnAccountSignedInElsewhereThatItNeverHeld() async throws {

@@ -50,6 +50,15 @@ enum ExplorerEvent: Hashable, CustomStringConvertible {
     /// then relaunched: a new stack restores from the store.
     case kill(Int, afterWrites: Int)
 
+    /// The event `description` names (a recorded trace's line).
+    init?(_ text: String) {
+        let events: [ExplorerEvent] = [0, 1].flatMap { p in
+            [.login(p), .addAccount(p), .switchAccount(p), .logout(p), .logoutAll(p), .follow(p), .refresh(p)] + (0...3).map { .kill(p, afterWrites: $0) }
+        } + ExplorerAnswer.allCases.map(ExplorerEvent.answer) + [.lock, .unlock]
+        guard let event = events.first(where: { $0.description == text }) else { return nil }
+        self = event
+    }
+
     var description: String {
         switch self {
         case .login(let p): "p\(p).login"
@@ -293,12 +302,14 @@ struct ExplorerAccounts: Equatable, CustomStringConvertible {
     var isAwaiting: Bool { all.values.contains("awaiting") }
 
     /// Whether these accounts, restored after a save from `before` (what the store held) to
-    /// `after` (what the stack held) was interrupted, mix nothing: each account has the token it
-    /// had in one of the two, and the active account is one of theirs, or none. (A save merges
-    /// the accounts other processes signed in, so some may come from each; an account signed out
-    /// may be gone before the rest is written, as a save deletes such tokens first.)
+    /// `after` (what the stack held) was interrupted, mix nothing and lose nothing: each account
+    /// has the token it had in one of the two, every account both have is there, and the active
+    /// account is one of theirs, or none. (A save merges the accounts other processes signed in,
+    /// so some may come from each; an account signed out may be gone before the rest is
+    /// written, as a save deletes such tokens first.)
     func isWhole(before: ExplorerAccounts, after: ExplorerAccounts) -> Bool {
         all.allSatisfy { before.all[$0.key] == $0.value || after.all[$0.key] == $0.value }
+            && before.all.keys.allSatisfy { after.all[$0] == nil || all[$0] != nil }
             && (active == nil || active == before.active || active == after.active)
     }
 

@@ -183,7 +183,11 @@ extension SessionStore {
             // older one would replay a rotated token, a newer one belongs to the app.
             guard refreshesTokens else { return nil }
             let entry = TokenRecord.Entry(id: newPairID(), secret: session.token.secret)
-            let previous = item?.tokens.first.map { [$0] } ?? []
+            // NB: every entry is kept until the snapshot names the new one: after a save that was
+            // interrupted, the newest may be its unpaired token and the saved snapshot's the
+            // next (keeping only the newest lost the account at the next interrupted save: the
+            // session explorer found it).
+            let previous = item?.tokens ?? []
             fresh.append((name, TokenRecord(tokens: [entry] + previous)))
             pairs[name] = entry
             if !previous.isEmpty { untrimmed.append((name, entry)) }
