@@ -120,8 +120,11 @@ extension SessionStore {
             accounts.append((name, session))
         }
         var active = environment.activeAccountID
-        // NB: the same name with another token is a login here, not an untouched choice.
-        if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active {
+        // NB: the same name with another token is a login here, not an untouched choice; and the
+        // store's choice stands only for an account the merge keeps (this stack may have signed
+        // it out: the session explorer found a save leaving no account active).
+        if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active,
+           accounts.contains(where: { $0.0 == stored.active }) {
             active = stored.active
         }
         // An account active elsewhere that this stack never knew stays active when this stack

@@ -47,6 +47,9 @@ extension EnvironmentStack {
     ///   ``RefreshUnconfirmed/notSaved(problem:)``; a relaunch would otherwise send the old token
     ///   again.
     /// - The refresh outlived its lease (below): ``RefreshUnconfirmed/leaseLapsed``.
+    /// - `refresh` says `.ended`, but another process (or stack on the store) saved a newer token
+    ///   for the account meanwhile (it rotated the token, or signed the account in again): the
+    ///   session goes on with that token, ``SessionRefreshOutcome/refreshed``.
     ///
     /// **Across processes.** With autosave on, stacks and processes that save to the same
     /// session store take turns too, by a lease beside its lock file (``SessionStore/lockFile``;
@@ -235,6 +238,12 @@ extension EnvironmentStack {
         if case .refreshed = answer, let sessions = shared ?? autosaveStore(), signedOutElsewhere(session, in: sessions) {
             takeStoredSessionIfChanged(in: sessions)
             return (.superseded, .ended, !sent)
+        }
+        // A session the server ended because another process rotated its token or signed the
+        // account in again meanwhile goes on with the store's token.
+        var answer = answer
+        if case .ended = answer, let sessions = shared ?? autosaveStore(), let rotated = rotatedToken(in: sessions, replacing: session) {
+            answer = rotated
         }
         let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
         // The new token is on disk before anyone who waited for it resumes.
