@@ -47,6 +47,15 @@ final class BlockingThreads: TaskExecutor, @unchecked Sendable {
     }
 }
 
+/// Runs `body`, which keeps a thread busy for long stretches (the session explorer's runs), on
+/// ``BlockingThreads``, so that the cooperative pool stays free for the suite's other tests:
+/// under the thread sanitizer, the explorer on the pool starved tests waiting two minutes for an
+/// observation. Suspended, `body` resumes on those threads too.
+func onBlockingThreads<R>(_ body: () async throws -> R) async throws -> R {
+    guard #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) else { return try await body() }
+    return try await withTaskExecutorPreference(BlockingThreads.shared) { try await body() }
+}
+
 /// Runs `body`, which blocks, on ``BlockingThreads``: waiting, if both are busy, for one of them.
 ///
 /// The test's task stays the same (only its executor changes), so `#expect` and `#require`

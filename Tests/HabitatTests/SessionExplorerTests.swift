@@ -35,7 +35,7 @@ import Testing
 
     @Test(arguments: 0..<3) func everyPathUpToTheDepthKeepsEveryInvariant(scenario: Int) async throws {
         let started = ContinuousClock.now
-        let report = try await SessionExplorer(depth: Self.depth, events: Self.scenarios[scenario].events).explore()
+        let report = try await onBlockingThreads { try await SessionExplorer(depth: Self.depth, events: Self.scenarios[scenario].events).explore() }
         print("session explorer, \(Self.scenarios[scenario].name): \(report.states) states, \(report.runs) runs, depth \(report.depthReached), \(ContinuousClock.now - started)")
         for violation in report.violations {
             Issue.record("\(violation.invariant): \(violation.detail), after \(violation.path)")
@@ -65,7 +65,7 @@ import Testing
 
     @Test(arguments: ExplorerPlant.allCases) func aBrokenRuleIsCaught(plant: ExplorerPlant) async throws {
         let (depth, events) = Self.search(for: plant)
-        let report = try await SessionExplorer(depth: depth, events: events, plant: plant, stopAt: plant.breaks).explore()
+        let report = try await onBlockingThreads { try await SessionExplorer(depth: depth, events: events, plant: plant, stopAt: plant.breaks).explore() }
         let caught = report.violations.first { $0.invariant == plant.breaks }
         #expect(caught != nil, "\(plant) went unseen in \(report.states) states")
         print("session explorer, planted \(plant): \(caught.map { "\($0.detail), after \($0.path)" } ?? "not caught") (\(report.runs) runs)")
