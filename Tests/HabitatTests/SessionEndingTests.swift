@@ -149,6 +149,49 @@ import Darwin
         #expect(app.current.session == nil, "and the refreshing stack took it")
     }
 
+    /// A refresh the server ends because another stack signed the account in again meanwhile
+    /// (its token replaced the one sent) goes on with the store's token, instead of signing out
+    /// the session the other stack just made.
+    @Test func aRefreshEndedBecauseTheAccountSignedInAgainElsewhereTakesTheNewSession() async throws {
+        let sessions = SessionStore<AccountsApp>.inMemory()
+        let app = makeAccountsStack()
+        app.enableAutosave(to: sessions)
+        app.login(user: .ada, token: memberToken(.ada, 1))
+        await app.flushAutosave()
+        let other = makeAccountsStack()
+        other.restoreAtLaunch(from: sessions)
+        other.enableAutosave(to: sessions)
+        let outcome = await app.refreshSession { _ in
+            other.login(user: .ada, token: memberToken(.ada, 2))
+            await other.flushAutosave()
+            return .ended
+        }
+        await app.flushAutosave()
+        #expect(outcome == .refreshed)
+        #expect(app.current.session?.token == memberToken(.ada, 2))
+        #expect(try sessions.load()?.session?.token == memberToken(.ada, 2), "the other stack's sign-in stands")
+    }
+
+    /// A stack that signs out an account another stack made active meanwhile keeps its own
+    /// active account: the store's choice stands only for an account the merge keeps.
+    @Test func signingOutTheAccountActiveElsewhereKeepsThisStacksActiveOne() async throws {
+        let sessions = SessionStore<AccountsApp>.inMemory()
+        let app = makeAccountsStack()
+        app.login(user: .ada, token: memberToken(.ada, 1))
+        app.addAccount(user: .grace, token: memberToken(.grace, 2))   // Grace active, Ada besides
+        try app.save(to: sessions)
+        let other = makeAccountsStack()
+        try other.restore(from: sessions)
+        try other.switchAccount(to: "ada")
+        try other.save(to: sessions)
+        _ = app.logout(account: "ada")
+        try app.save(to: sessions)
+        let stored = try #require(try sessions.load())
+        #expect(stored.session?.user == .grace, "Grace stays active")
+        #expect(stored.otherAccounts.isEmpty)
+        #expect(app.current.session?.user == .grace)
+    }
+
     /// In an app with several accounts, a logout here signs out the accounts this stack held, and
     /// keeps an account signed in elsewhere that it never held, active as it was there.
     @Test func aLogoutHereKeepsAnAccountSignedInElsewhereThatItNeverHeld() async throws {
