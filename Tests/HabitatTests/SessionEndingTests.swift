@@ -126,10 +126,9 @@ import Darwin
         #expect(second.current.session == nil)
     }
 
-    /// A refresh answered after another stack saved the account's sign-out doesn't bring the
-    /// session back under its new token: the answer is dropped and the sign-out taken (the bug
-    /// supabase-swift #1371 and AppAuth-iOS #814 report; the session explorer found it here).
-    @Test func aRefreshAnsweredAfterAnotherStackSignedTheAccountOutIsDropped() async throws {
+    /// Two stacks autosaving to one in-memory store, Ada signed in by the first and restored by
+    /// the second.
+    private func twoAutosavingStacksWithAda() async -> (SessionStore<AccountsApp>, EnvironmentStack<AccountsApp>, EnvironmentStack<AccountsApp>) {
         let sessions = SessionStore<AccountsApp>.inMemory()
         let app = makeAccountsStack()
         app.enableAutosave(to: sessions)
@@ -138,6 +137,14 @@ import Darwin
         let other = makeAccountsStack()
         other.restoreAtLaunch(from: sessions)
         other.enableAutosave(to: sessions)
+        return (sessions, app, other)
+    }
+
+    /// A refresh answered after another stack saved the account's sign-out doesn't bring the
+    /// session back under its new token: the answer is dropped and the sign-out taken (the bug
+    /// supabase-swift #1371 and AppAuth-iOS #814 report; the session explorer found it here).
+    @Test func aRefreshAnsweredAfterAnotherStackSignedTheAccountOutIsDropped() async throws {
+        let (sessions, app, other) = await twoAutosavingStacksWithAda()
         let outcome = await app.refreshSession { _ in
             _ = other.logout()
             await other.flushAutosave()
@@ -153,14 +160,7 @@ import Darwin
     /// (its token replaced the one sent) goes on with the store's token, instead of signing out
     /// the session the other stack just made.
     @Test func aRefreshEndedBecauseTheAccountSignedInAgainElsewhereTakesTheNewSession() async throws {
-        let sessions = SessionStore<AccountsApp>.inMemory()
-        let app = makeAccountsStack()
-        app.enableAutosave(to: sessions)
-        app.login(user: .ada, token: memberToken(.ada, 1))
-        await app.flushAutosave()
-        let other = makeAccountsStack()
-        other.restoreAtLaunch(from: sessions)
-        other.enableAutosave(to: sessions)
+        let (sessions, app, other) = await twoAutosavingStacksWithAda()
         let outcome = await app.refreshSession { _ in
             other.login(user: .ada, token: memberToken(.ada, 2))
             await other.flushAutosave()

@@ -477,7 +477,7 @@ final class ExplorerWorld {
         guard process.stack.current.session != nil else { return }
         var held = process.accounts
         var failed = process.stack.autosave.lastFailure != nil
-        let outcome = try? await process.stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
+        _ = try? await process.stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
             inFlight = (p, session.token.secret)
             defer { inFlight = nil }
             while let event = path.popFirst() {
@@ -506,7 +506,6 @@ final class ExplorerWorld {
                 try? FileManager.default.removeItem(at: directory.appendingPathComponent(file))
             }
         }
-        _ = outcome
         let now = processes[p].accounts
         if await settle(p, before: nil, intended: nil, saving: failed || now != held) { endSessions(held, leaving: now) }
     }
