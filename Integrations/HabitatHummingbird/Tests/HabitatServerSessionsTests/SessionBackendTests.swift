@@ -60,10 +60,16 @@ import Testing
     @Test(arguments: Backend.available)
     func anExpiredSessionIsGoneAndCantBeWritten(_ backend: Backend) async throws {
         try await backend.with { backend in
-            let sessions = ServerSessions<Visits>(backend: backend, lifetime: .milliseconds(300))
+            // Wall-clock time: the live read is asserted only when it was made within the
+            // lifetime (a loaded machine can take longer than that between the two calls).
+            let lifetime = Duration.seconds(1), clock = ContinuousClock()
+            let sessions = ServerSessions<Visits>(backend: backend, lifetime: lifetime)
+            let start = clock.now
             let created = try await sessions.create(Visits(member: 1))
-            #expect(try await sessions.get(created.id) != nil)
-            try await Task.sleep(for: .milliseconds(600))
+            let read = try await sessions.get(created.id)
+            if clock.now - start < lifetime { #expect(read != nil) }
+            let createdBy = clock.now
+            try await Task.sleep(until: createdBy + lifetime + .milliseconds(300), clock: clock)
             #expect(try await sessions.get(created.id) == nil)
             await #expect(throws: SessionBackendError.versionConflict(id: created.id, expected: 1, current: nil)) {
                 try await sessions.set(created)
