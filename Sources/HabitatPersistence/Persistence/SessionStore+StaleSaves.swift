@@ -27,6 +27,9 @@ struct KnownSession: Sendable, Equatable {
             && (other.secret == nil || secret == other.secret)
     }
 
+    /// Whether an account named `name` is signed in, active or not.
+    func holds(_ name: String) -> Bool { active == name || others[name] != nil }
+
     /// Every account's pair the stack knows with its token, by name, the active one's included.
     var entries: [String: TokenRecord.Entry] {
         var entries = others
@@ -63,89 +66,36 @@ extension SessionStore {
     /// configuration is written; when it did, the two are merged account by account.
     func save(_ environment: HabitatEnvironment<App>, known: KnownSession?) throws(SnapshotError) -> SaveOutcome<App> {
         try lock.withLock { () throws(SnapshotError) -> SaveOutcome<App> in
-            guard let known, environment.session?.state != .awaitingToken else { return .saved(now: try saveLocked(environment)) }
+            guard let known, SessionMachine<App>.comparesWithStore(environment, known: known) else {
+                return .saved(now: try saveLocked(environment))
+            }
             let stored: KnownSession
             do throws(SnapshotError) {
                 stored = try storedPairLocked()
             } catch {
-                // The secrets can't be read (a locked keychain). A sign-out of every account
-                // still stands when the snapshot is the one this stack knew: nobody changed it.
-                guard environment.session == nil, environment.otherAccounts.isEmpty, try savedPayload().map({ pairs(in: $0).pairs }) == known.pairs else { throw error }
+                // The secrets can't be read (a locked keychain).
+                let saved = try? savedPayload().map { pairs(in: $0).pairs }
+                guard SessionMachine<App>.signOutStands(environment, known: known, savedPairs: saved) else { throw error }
                 return .saved(now: try saveLocked(environment))
             }
-            if stored.samePairs(known) { return .saved(now: try saveLocked(environment, known: known)) }
-            if movedPast(known, stored: stored, by: environment) {
+            switch SessionMachine<App>.saveRoute(environment, known: known, stored: stored) {
+            case .asAsked:
+                return .saved(now: try saveLocked(environment, known: known))
+            case .takeStored:
                 let snapshot = try loadLocked(secretsReadable: true)
-                var merged = environment
-                merged.setAll(active: snapshot?.session, others: snapshot?.otherAccounts ?? [])
-                let data = try encode(merged, pairID: stored.pairID, others: stored.others.mapValues(\.id))
+                var taken = environment
+                taken.setAll(active: snapshot?.session, others: snapshot?.otherAccounts ?? [])
+                let data = try encode(taken, pairID: stored.pairID, others: stored.others.mapValues(\.id))
                 try SnapshotError.fromStore { () throws(StoreError) in try store.setData(data, forKey: key) }
-                return .adopted(merged.session, others: merged.otherAccounts, now: snapshot?.known ?? stored)
+                return .adopted(taken.session, others: taken.otherAccounts, now: snapshot?.known ?? stored)
+            case .merge:
+                let snapshot = try loadLocked(secretsReadable: true)
+                let merged = SessionMachine<App>.merged(environment, known: known, stored: snapshot?.known ?? stored, snapshot: snapshot)
+                let now = try saveLocked(merged)
+                guard merged.accounts.map(\.token) != environment.accounts.map(\.token) else { return .saved(now: now) }
+                return .adopted(merged.session, others: merged.otherAccounts, now: now ?? stored)
             }
-            // This stack's own change is saved, merged with what changed elsewhere meanwhile.
-            let snapshot = try loadLocked(secretsReadable: true)
-            let merged = merging(environment, known: known, stored: snapshot?.known ?? stored, snapshot: snapshot)
-            let now = try saveLocked(merged)
-            guard merged.accounts.map(\.token) != environment.accounts.map(\.token) else { return .saved(now: now) }
-            return .adopted(merged.session, others: merged.otherAccounts, now: now ?? stored)
         }
-    }
-
-    /// `environment`, changed by this stack since it knew `known`, merged with what changed in
-    /// the store meanwhile (`snapshot`, and `stored`, the pairs it names), account by account:
-    /// an account this stack didn't touch is taken as the store has it (renewed, signed out, or
-    /// signed in elsewhere), never saved back as it was; and when this stack didn't switch, the
-    /// store's choice of the active account is taken too.
-    private func merging(
-        _ environment: HabitatEnvironment<App>,
-        known: KnownSession,
-        stored: KnownSession,
-        snapshot: SessionSnapshot<App>?
-    ) -> HabitatEnvironment<App> {
-        func pair(_ name: String, in session: KnownSession) -> String? {
-            name == session.active ? session.pairID : session.others[name]?.id
-        }
-        func secret(_ name: String, in session: KnownSession) -> String? {
-            name == session.active ? session.secret : session.others[name]?.secret
-        }
-        let storedAccounts = (snapshot?.accounts.allSessions ?? []).map { (App.accountID(of: $0.user), $0) }
-        var accounts = environment.accounts.map { (App.accountID(of: $0.user), $0) }
-        let knownNames = Set(known.others.keys).union(known.active.map { [$0] } ?? [])
-        accounts = accounts.compactMap { name, session in
-            guard knownNames.contains(name), pair(name, in: stored) != pair(name, in: known),
-                  session.token.secret == secret(name, in: known) else { return (name, session) }
-            return storedAccounts.first { $0.0 == name }
-        }
-        for (name, session) in storedAccounts where !knownNames.contains(name) && !accounts.contains(where: { $0.0 == name }) {
-            accounts.append((name, session))
-        }
-        var active = environment.activeAccountID
-        // NB: the same name with another token is a login here, not an untouched choice; and the
-        // store's choice stands only for an account the merge keeps (this stack may have signed
-        // it out: the session explorer found a save leaving no account active).
-        if active == known.active, environment.session?.token.secret == known.secret, stored.active != known.active,
-           accounts.contains(where: { $0.0 == stored.active }) {
-            active = stored.active
-        }
-        // An account active elsewhere that this stack never knew stays active when this stack
-        // has none active (it signed its own out).
-        if active == nil, let elsewhere = stored.active, !knownNames.contains(elsewhere) { active = elsewhere }
-        var merged = environment
-        merged.setAll(active: accounts.first { $0.0 == active }?.1, others: accounts.filter { $0.0 != active }.map(\.1))
-        return merged
-    }
-
-    /// Whether the store moved past what the stack knew while the stack itself changed nothing
-    /// (its active token and its other accounts' are the ones it knew, or it knew and holds no
-    /// account). A stack that signed accounts out is merged instead: the accounts it signed out
-    /// stay signed out (the session explorer found a stale sign-out taking back every account,
-    /// the one it signed out included).
-    private func movedPast(_ known: KnownSession, stored: KnownSession, by environment: HabitatEnvironment<App>) -> Bool {
-        let others = Dictionary(environment.otherAccounts.map { (App.accountID(of: $0.user), $0.token.secret) }, uniquingKeysWith: { first, _ in first })
-        if environment.session == nil, others.isEmpty {
-            return known.entries.isEmpty && stored.pairID != nil
-        }
-        return environment.session?.token.secret == known.secret && others == known.others.mapValues(\.secret)
     }
 
     /// The pairs the store holds now, read from the snapshot, without a full load.

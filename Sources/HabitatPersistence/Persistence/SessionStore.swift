@@ -308,7 +308,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             if isActive, Self.holdsActiveToken(index, pairedWith: session.pairID, item: item) {
                 (key, item, found.activeInIndex) = (tokenKey, index, true)
             }
-            let (restored, problem) = restore(session, from: item, key: key, absenceIsFinal: absenceIsFinal)
+            let (restored, problem) = SessionMachine<App>.restored(session, from: item, key: key, absenceIsFinal: absenceIsFinal)
             if isActive {
                 (found.session, found.tokenProblem) = (restored, problem)
             } else {
@@ -362,41 +362,6 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
             kept = TokenRecord(tokens: tokens, others: (kept.others ?? [:]).filter { $0.key != active }, account: active)
         }
         if TokenRecord.decode(data) != kept { try? secrets.setSecret(kept.encodedUnlessEmpty, forKey: tokenKey) }
-    }
-
-    /// `saved` with its token from `secret` (the item under `key`), in state
-    /// `AuthState.restored`; `AuthState.awaitingToken` when the secret store can't say yet;
-    /// `nil` when the token is gone or damaged (then with the problem).
-    private func restore(
-        _ saved: SavedSession,
-        from secret: Result<Data?, StoreError>,
-        key: String,
-        absenceIsFinal: Bool
-    ) -> (UserSession<App.User>?, StoreError?) {
-        let awaiting = UserSession(user: saved.user, token: AuthToken("", expiresAt: saved.tokenExpiresAt), state: .awaitingToken)
-        switch secret {
-        case .success(let secret):
-            if let token = Self.token(in: secret, pairedWith: saved.pairID) {
-                return (UserSession(user: saved.user, token: AuthToken(token, expiresAt: saved.tokenExpiresAt), state: .restored), nil)
-            }
-            if let secret, saved.pairID != nil, TokenRecord.decode(secret) == nil {
-                return (nil, .decodingFailed(
-                    key: key,
-                    reason: "the stored token is not a token record (\(secret.count) bytes); it was left in place and the session is logged out"
-                ))
-            }
-            if !absenceIsFinal {
-                return (awaiting, .unavailable(
-                    key: key,
-                    reason: "the secret store has no token for the saved session, and may not be readable yet (before the device's first unlock)"
-                ))
-            }
-            return (nil, nil)
-        case .failure(let error):
-            // NB: a token that can never be read again ends the session, with its reason.
-            if case .protectionInvalidated = error { return (nil, error) }
-            return (awaiting, error)
-        }
     }
 
     /// The token in the stored secret that belongs with a snapshot naming `pairID`.

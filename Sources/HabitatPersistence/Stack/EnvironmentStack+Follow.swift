@@ -59,7 +59,7 @@ extension EnvironmentStack {
     /// Takes the stored session when the store holds another pair than the one this stack
     /// last saved or restored.
     func takeStoredSessionIfChanged(in sessions: SessionStore<App>) {
-        guard let stored = try? sessions.storedPair(), !stored.samePairs(autosave.knowledge) else { return }
+        guard let stored = try? sessions.storedPair(), SessionMachine<App>.followerTakes(stored, known: autosave.knowledge) else { return }
         let snapshot: SessionSnapshot<App>?
         do throws(SnapshotError) {
             snapshot = try sessions.load()
@@ -68,7 +68,7 @@ extension EnvironmentStack {
         }
         // NB: an active account waiting for its token (a locked device) takes nothing yet;
         // another account waiting (one behind Face ID) is taken as it is, waiting.
-        if snapshot?.session?.state == .awaitingToken { return }
+        guard SessionMachine<App>.tokenSettled(for: nil, in: snapshot?.accounts) else { return }
         // NB: the knowledge after the stack took the store's accounts, and only then (see
         // `Autosave.save`): a save that reads the knowledge first never finds it newer than
         // the environment it reads next. Superseded by a change made here, the next check, or

@@ -127,7 +127,7 @@ extension EnvironmentStack {
             case .notLoggedIn: return .notLoggedIn
             case .superseded: return .superseded
             case .completeToken:
-                guard completeAwaitingToken(at: site) else { return .awaitingToken }
+                guard completeAwaitingToken(account: name, at: site) else { return .awaitingToken }
             case .join(let session):
                 let expired = session.isExpired(at: current.now())
                 let key = RefreshFlights<App.User>.Key(state: withActiveState { ObjectIdentifier($0) }, token: session.token.secret)
@@ -139,7 +139,7 @@ extension EnvironmentStack {
                 case .answer(.success(let answer)):
                     return apply(answer, to: session, expired: expired, joined: true, at: site)
                 case .answer(.failure(let error)):
-                    if !(error is CancellationError), let error = error as? E { throw error }
+                    if let error = SessionMachine<App>.waiterThrows(error, as: E.self) { throw error }
                     // The leader was cancelled, or failed in a way this caller's `refresh` can't
                     // report: the next caller leads.
                 case .stale:
@@ -229,31 +229,29 @@ extension EnvironmentStack {
         sent: Bool,
         at site: (fileID: StaticString, line: UInt)
     ) async -> (outcome: SessionRefreshOutcome, landing: SessionRefresh<App.User>, release: Bool) {
-        if case .held(let lease) = turn, case .refreshed = answer, shared?.lock.holds(lease) != true {
-            return (await endUnconfirmed(session, because: .leaseLapsed, at: site), .ended, false)
-        }
-        // NB: an answer that comes after another process signed the account out (its logout
-        // saved while the request was out) would undo that logout: the store's sign-out is
-        // taken instead (found by the session explorer).
-        if case .refreshed = answer, let sessions = shared ?? autosaveStore(), signedOutElsewhere(session, in: sessions) {
-            takeStoredSessionIfChanged(in: sessions)
+        let sessions = shared ?? autosaveStore()
+        let step = SessionMachine<App>.answerStep(
+            answer,
+            leaseLapsed: { if case .held(let lease) = turn { shared?.lock.holds(lease) != true } else { false } }(),
+            signedOutElsewhere: sessions.map { signedOutElsewhere(session, in: $0) } ?? false,
+            rotated: rotatedToken(in: sessions, replacing: session)
+        )
+        switch step {
+        case .endUnconfirmed(let reason):
+            return (await endUnconfirmed(session, because: reason, at: site), .ended, false)
+        case .takeStoredSignOut:
+            if let sessions { takeStoredSessionIfChanged(in: sessions) }
             return (.superseded, .ended, !sent)
+        case .apply(let answer):
+            let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
+            // The new token is on disk before anyone who waited for it resumes.
+            await autosave.flush()
+            guard let reason = SessionMachine<App>.unconfirmed(outcome, saveFailure: autosaveStore() == nil ? nil : autosave.lastFailure) else {
+                return (outcome, answer, SessionMachine<App>.releasesLease(sent: sent, outcome: outcome))
+            }
+            let ended = await endUnconfirmed(current.session(named: name) ?? session, because: reason, at: site)
+            return (ended, .ended, false)
         }
-        // A session the server ended because another process rotated its token or signed the
-        // account in again meanwhile goes on with the store's token.
-        var answer = answer
-        if case .ended = answer, let sessions = shared ?? autosaveStore(), let rotated = rotatedToken(in: sessions, replacing: session) {
-            answer = rotated
-        }
-        let outcome = apply(answer, to: session, expired: expired, joined: false, at: site)
-        // The new token is on disk before anyone who waited for it resumes.
-        await autosave.flush()
-        guard outcome == .refreshed, autosaveStore() != nil, let problem = autosave.lastFailure else {
-            return (outcome, answer, !sent || outcome == .notSent || outcome == .refreshed)
-        }
-        // New tokens that can't be kept: a relaunch would send the spent one again.
-        let ended = await endUnconfirmed(current.session(named: name) ?? session, because: .notSaved(problem: problem), at: site)
-        return (ended, .ended, false)
     }
 
     /// Ends `session` because its refresh may have spent its token without this stack keeping
@@ -303,9 +301,10 @@ extension EnvironmentStack {
         line: UInt = #line,
         using refresh: (UserSession<App.User>) async throws(E) -> SessionRefresh<App.User>
     ) async throws(E) -> UserSession<App.User>? {
-        if current.session?.state == .awaitingToken, !completeAwaitingToken(at: (fileID, line)) { return nil }
+        if case .completeToken = SessionMachine.refreshStep(current, account: nil, expecting: nil),
+           !completeAwaitingToken(account: nil, at: (fileID, line)) { return nil }
         let environment = current
-        guard let session = environment.session, session.state != .awaitingToken else { return nil }
+        guard case .join(let session) = SessionMachine.refreshStep(environment, account: nil, expecting: nil) else { return nil }
         let seconds = Double(margin.components.seconds) + Double(margin.components.attoseconds) / 1e18
         guard session.token.isExpired(at: environment.now().addingTimeInterval(seconds)) else { return session }
         _ = try await refreshSession(expecting: session.token, account: nil, isolation: isolation, at: (fileID, line), using: refresh)
@@ -350,19 +349,23 @@ extension EnvironmentStack {
     /// there now.
     private func signedOutElsewhere(_ session: UserSession<App.User>, in sessions: SessionStore<App>) -> Bool {
         let name = App.accountID(of: session.user)
-        guard let known = autosave.knowledge, known.active == name || known.others[name] != nil,
-              let stored = try? sessions.storedPair()
-        else { return false }
-        return stored.active != name && stored.others[name] == nil
+        guard let known = autosave.knowledge, known.holds(name), let stored = try? sessions.storedPair() else { return false }
+        return !stored.holds(name)
     }
 
-    /// Reads the token of a session `AuthState.awaitingToken` from the autosave store, when
-    /// its secret store can be read again. Returns whether the session has its token now.
-    private func completeAwaitingToken(at site: (fileID: StaticString, line: UInt)) -> Bool {
-        guard let snapshot = (try? autosaveStore()?.load()) ?? nil, snapshot.tokenRead == .present, let loaded = snapshot.session,
-              !snapshot.accounts.isAwaitingToken
-        else { return false }
-        run(.tokenReadable(loaded, others: snapshot.otherAccounts), fileID: site.fileID, line: site.line)
+    /// Reads the token of the account named `name` (the active one when `nil`), which waits for
+    /// it, from the autosave store, when its secret store can be read again. Returns whether its
+    /// wait is settled (``SessionMachine/tokenSettled(for:in:)``): it has its token, or is gone.
+    private func completeAwaitingToken(account name: String?, at site: (fileID: StaticString, line: UInt)) -> Bool {
+        guard let sessions = autosaveStore() else { return false }
+        let loaded: SessionSnapshot<App>?
+        do throws(SnapshotError) {
+            loaded = try sessions.load()
+        } catch {
+            return false
+        }
+        guard SessionMachine<App>.tokenSettled(for: name, in: loaded?.accounts) else { return false }
+        run(.tokenReadable(loaded?.session, others: loaded?.otherAccounts ?? []), fileID: site.fileID, line: site.line)
         return true
     }
 

@@ -33,14 +33,9 @@ extension EnvironmentStack {
         line: UInt = #line
     ) -> LaunchRestore<App> {
         do throws(SnapshotError) {
-            guard let snapshot = try restore(from: sessions, fileID: fileID, line: line) else { return .nothingSaved }
-            if case .awaiting(let problem) = snapshot.tokenRead { return .awaitingToken(snapshot, problem: .store(problem)) }
-            return snapshot.session == nil ? .restoredLoggedOut(snapshot) : .restored(snapshot)
+            return SessionMachine.launchAnswer(try restore(from: sessions, fileID: fileID, line: line))
         } catch {
-            if case .store(.corrupted(_, let movedTo, _)) = error {
-                return .setAside(movedTo: movedTo, problem: error)
-            }
-            return .failed(error)
+            return SessionMachine.launchAnswer(failure: error)
         }
     }
 }
@@ -156,12 +151,9 @@ extension EnvironmentStack {
         } catch {
             return .stillAwaiting(error)
         }
-        if case .awaiting(let problem) = loaded?.tokenRead { return .stillAwaiting(.store(problem)) }
-        let session = loaded?.session
-        guard run(.tokenReadable(session, others: loaded?.otherAccounts ?? []), fileID: fileID, line: line).isApplied else {
-            return .notAwaiting
-        }
-        return session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
+        let applied = SessionMachine<App>.tokenSettled(for: nil, in: loaded?.accounts)
+            && run(.tokenReadable(loaded?.session, others: loaded?.otherAccounts ?? []), fileID: fileID, line: line).isApplied
+        return SessionMachine.unlockAnswer(loaded, applied: applied)
     }
 }
 

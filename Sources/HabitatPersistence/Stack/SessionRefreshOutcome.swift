@@ -49,19 +49,3 @@ public enum RefreshUnconfirmed: Sendable, Hashable {
     /// may have been sent already, so it is not sent again.
     case spentElsewhere
 }
-
-extension SessionMachine {
-    /// What a refresh's caller hears, from the outcome of its answer's event: `expired` whether
-    /// the token had expired, `joined` whether the caller waited for another's flight (which
-    /// applied the answer on this stack already).
-    static func refreshOutcome(_ answer: SessionRefresh<App.User>, _ outcome: Outcome, expired: Bool, joined: Bool) -> SessionRefreshOutcome {
-        switch (answer, outcome) {
-        case (.notSent, _): .notSent
-        case (.refreshed, .applied), (.refreshed, .unchanged): .refreshed
-        case (.ended, .applied): .ended(expired: expired)
-        // Signed out already: by the leader of this refresh, or by someone else.
-        case (.ended, .unchanged): joined ? .ended(expired: expired) : .superseded
-        case (_, .superseded), (_, .refused): .superseded
-        }
-    }
-}

@@ -26,8 +26,9 @@
 // awaiting token from the store, in flight (one per session: the stack's `RefreshFlights`),
 // leading it (`LeadStep`: asking the server, adopting a token another process saved, or
 // waiting for the app's rotation, in an extension), and its answer (`refreshed` / `refreshEnded`
-// events; what the caller hears is `SessionRefreshOutcome`'s, in HabitatPersistence, which runs
-// the refresh loop).
+// events). The decisions on values only HabitatPersistence knows (what the store holds against
+// what a stack holds, what a launch, an unlock and a refresh's caller hear, what a leader does
+// with the server's answer) are in this file's one sibling, `SessionMachine+Store.swift` there.
 
 /// The session engine's decisions, as a value: see the table at the top of this file.
 @usableFromInline
