@@ -4,11 +4,12 @@
 // Like the store worker, it is this test bundle run again with only the `sessionWorker`
 // fixture selected, and the work named in HABITAT_SESSION_WORKER (lines):
 //
-//     refresh-together DIR LOG START   restore DIR's session; once the file START exists,
-//                                      refresh it (the refresh appends a line to LOG and takes
-//                                      300 ms); print the token it ends with
+//     refresh-together DIR LOG START   restore DIR's session, print "ready"; once the file START
+//                                      exists, refresh it (the refresh appends "refreshed by PID
+//                                      sending TOKEN" to LOG and takes 300 ms); print the token it
+//                                      ends with
 //     extension-wait DIR LOG START     an app extension on DIR's session that never refreshes:
-//                                      once START exists, ask for a refresh until the app's
+//                                      print "ready"; once START exists, ask for a refresh until the app's
 //                                      rotated token arrives (a refresh it made itself would
 //                                      append to LOG); print the token it ends with
 //     refresh-loop DIR FIRST LOG       restore, then refresh forever, each refresh appending
@@ -34,9 +35,10 @@
 //     accounts-refresh-loop DIR NAME FIRST  restore DIR's accounts and refresh account NAME
 //                                      forever, the n-th refresh getting "NAME#(FIRST + n)";
 //                                      print "refreshed N" once it is saved
-//     accounts-refresh-together DIR LOG START  restore DIR's accounts; once START exists,
-//                                      refresh account "ada" (not the active one): the refresh
-//                                      appends a line to LOG and takes 300 ms; print ada's token
+//     accounts-refresh-together DIR LOG START  restore DIR's accounts, print "ready"; once START
+//                                      exists, refresh account "ada" (not the active one): the
+//                                      refresh appends "refreshed by PID sending TOKEN" to LOG and
+//                                      takes 300 ms; print ada's token
 //     accounts-refresh-one DIR LOG START NAME  restore DIR's accounts, print "ready"; once START exists,
 //                                      refresh account NAME, logging "start NAME" and, 300 ms
 //                                      later, "end NAME" to LOG
@@ -95,10 +97,11 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]))
             try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
             stack.enableAutosave(to: sessions)
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
             while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
             let log = arguments[2]
-            _ = try await stack.refreshSession { _ in
-                try appendLine("refreshed by \(getpid())", to: log)
+            _ = try await stack.refreshSession { session in
+                try appendLine("refreshed by \(getpid()) sending \(session.token.secret)", to: log)
                 try await Task.sleep(for: .milliseconds(300))
                 return .refreshed(token: AuthToken("rotated-by-\(getpid())"))
             }
@@ -109,6 +112,7 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             let sessions = try sharedSessions(in: URL(fileURLWithPath: arguments[1]), refreshesTokens: false)
             try #require(stack.restoreAtLaunch(from: sessions).snapshot?.session != nil)
             stack.enableAutosave(to: sessions)
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
             while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
             let log = arguments[2]
             for _ in 0..<5_000 {
@@ -208,10 +212,11 @@ func describeAccounts(_ environment: HabitatEnvironment<AccountsApp>) -> String 
             let sessions = try accountSessions(in: URL(fileURLWithPath: arguments[1]))
             try stack.restore(from: sessions)
             stack.enableAutosave(to: sessions)
+            FileHandle.standardOutput.write(Data("ready\n".utf8))
             while !FileManager.default.fileExists(atPath: arguments[3]) { try await Task.sleep(for: .milliseconds(2)) }
             let log = arguments[2]
-            _ = try await stack.refreshSession(account: "ada") { _ in
-                try appendLine("refreshed by \(getpid())", to: log)
+            _ = try await stack.refreshSession(account: "ada") { session in
+                try appendLine("refreshed by \(getpid()) sending \(session.token.secret)", to: log)
                 try await Task.sleep(for: .milliseconds(300))
                 return .refreshed(token: AuthToken("ada#\(getpid())"))
             }
@@ -291,7 +296,10 @@ func refreshTogether(in directory: TemporaryDirectory, _ commands: [String]) thr
         worker.standardOutput = output
         try worker.run()
     }
-    usleep(300_000)   // all are up and waiting for the start
+    // NB: all have restored and wait for the start. A fixed pause was too short under the thread
+    // sanitizer on a busy machine: a worker that restored after the other's refresh was saved
+    // restored the new token and refreshed that one (no token sent twice, but two requests).
+    for output in outputs { _ = output.fileHandleForReading.readData(ofLength: 6) }
     _ = FileManager.default.createFile(atPath: start.path, contents: nil)
     let tokens = outputs.map {
         String(decoding: $0.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -299,7 +307,11 @@ func refreshTogether(in directory: TemporaryDirectory, _ commands: [String]) thr
     }
     for worker in workers { worker.waitUntilExit() }
     #expect(workers.allSatisfy { $0.terminationStatus == 0 })
-    return (tokens, try String(contentsOf: log, encoding: .utf8).split(separator: "\n"))
+    let refreshes = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")
+    // The promise, whatever the timing: a refresh token reaches the server at most once.
+    let sent = refreshes.compactMap { $0.split(separator: " sending ").dropFirst().first }
+    #expect(Set(sent).count == sent.count, "a refresh token sent twice: \(refreshes)")
+    return (tokens, refreshes)
 }
 
 /// Appends `line` to the file at `path` with O_APPEND, so two processes' lines never overwrite
