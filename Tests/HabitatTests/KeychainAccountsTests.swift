@@ -74,4 +74,61 @@ enum KeychainAccountsApp: EnvironmentSchema {
         try app.save(to: sessions)
         #expect(try sessions.load()?.otherAccounts.map(\.user) == [Handle(id: "ada")], "the next save makes it")
     }
+
+    // The one rule for an awaited token (`SessionMachine.tokenSettled`): a refresh of an account
+    // that waits takes the store's accounts once the store settles it, as the unlock does.
+
+    @Test func aRefreshOfAWaitingAccountGoesOnOnceItsTokenCanBeReadThoughNoneIsActive() async throws {
+        let app = stack()
+        app.login(user: Handle(id: "grace"), token: AuthToken("grace-token"))
+        app.addAccount(user: Handle(id: "ada"), token: AuthToken("ada-token"))
+        app.logout()   // ada, the active one: grace stays signed in, and none is active
+        try app.save(to: sessions)
+
+        keychain.device = .locked
+        let relaunched = stack()
+        relaunched.restoreAtLaunch(from: sessions)
+        relaunched.enableAutosave(to: sessions)
+        #expect(relaunched.current.session == nil)
+        #expect(relaunched.current.otherAccounts.map(\.state) == [.awaitingToken])
+        #expect(await relaunched.refreshSession(account: "grace") { _ in .refreshed(token: AuthToken("grace-2")) } == .awaitingToken)
+
+        keychain.device = .unlocked
+        let sent = LockedBox<[String]>([])
+        let outcome = await relaunched.refreshSession(account: "grace") { session in
+            sent.withLock { $0.append(session.token.secret) }
+            return .refreshed(token: AuthToken("grace-2"))
+        }
+        #expect(outcome == .refreshed, "the token is read: the refresh goes on (it answered awaitingToken before)")
+        #expect(sent.withLock { $0 } == ["grace-token"])
+        #expect(relaunched.current.otherAccounts.map(\.token) == [AuthToken("grace-2")])
+    }
+
+    @Test func aRefreshOfAWaitingAccountThatWasSignedOutElsewhereSignsItOut() async throws {
+        let app = stack()
+        app.login(user: Handle(id: "ada"), token: AuthToken("ada-token"))
+        try app.save(to: sessions)
+
+        keychain.device = .locked
+        let relaunched = stack()
+        relaunched.restoreAtLaunch(from: sessions)
+        relaunched.enableAutosave(to: sessions)
+        #expect(relaunched.current.session?.state == .awaitingToken)
+
+        // Another process, once the device is unlocked, signs ada out.
+        keychain.device = .unlocked
+        let other = stack()
+        try other.restore(from: sessions)
+        other.logout()
+        try other.save(to: sessions)
+
+        let calls = LockedBox(0)
+        let outcome = await relaunched.refreshSession { _ in
+            calls.withLock { $0 += 1 }
+            return .refreshed(token: AuthToken("ada-2"))
+        }
+        #expect(outcome == .notLoggedIn, "the store settled the wait: ada is gone (it stayed waiting before)")
+        #expect(calls.withLock { $0 } == 0)
+        #expect(relaunched.current.session == nil)
+    }
 }

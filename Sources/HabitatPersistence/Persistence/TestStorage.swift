@@ -69,7 +69,9 @@ package final class TestStorage<App: EnvironmentSchema>: Sendable {
 
     /// Ends the test: its autosaves stop.
     package func end() {
-        let autosaves = state.withLock { state in defer { state.autosaves = [:] }; return state.autosaves.values.map(\.0) }
+        // NB: a closure, not `\.0`: a key path into a generic tuple is instantiated at run time
+        // on every call, which cost most of a test's isolation (`Benchmarks/isolation.sh`).
+        let autosaves = state.withLock { state in defer { state.autosaves = [:] }; return state.autosaves.values.map { $0.0 } }
         for autosave in autosaves { autosave.enabled.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
     }
 
