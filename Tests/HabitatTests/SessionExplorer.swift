@@ -512,7 +512,10 @@ final class ExplorerWorld {
 
     /// The invariants that hold in every state.
     private func checkAlways() {
-        for (token, count) in server.sent where count > 1 {
+        // NB: a request still out counts: it may have reached the server.
+        var sent = server.sent
+        if let inFlight { sent[inFlight.token, default: 0] += 1 }
+        for (token, count) in sent where count > 1 {
             violations.append((.tokenSentOnce, "\(token) was sent \(count) times"))
         }
         let stored = locked ? nil : self.stored()

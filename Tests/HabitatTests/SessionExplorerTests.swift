@@ -1,4 +1,5 @@
 import Foundation
+import Habitat
 @testable import HabitatPersistence
 import HabitatPersistenceTesting
 import Testing
@@ -22,7 +23,7 @@ import Testing
         }),
         ("a locked device", { event in
             switch event {
-            case .login(0), .follow(1), .lock, .unlock, .refresh(0), .answer(.ok), .logout(1): true
+            case .login(0), .follow(1), .lock, .unlock, .refresh, .answer(.ok), .logout(1): true
             default: false
             }
         }),
@@ -41,6 +42,34 @@ import Testing
             Issue.record("\(violation.invariant): \(violation.detail), after \(violation.path)")
         }
     }
+
+    /// Found by the explorer (the locked device's scenario, depth 6): a stack that missed
+    /// another's rotation refreshed while the store's secrets couldn't be read, saw no rotation,
+    /// and sent the spent token again. It now sends nothing and answers `awaitingToken`.
+    @Test func aStackThatMissedARotationSendsNothingWhileTheStoreIsLocked() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "answer(ok)", "lock", "p1.refresh"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent == ["ada#1": 1], "the first token, sent once, by p0")
+        #expect(world.inFlight == nil, "p1 asked nothing")
+        let outcome = await world.processes[1].stack.refreshSession { _ in .refreshed(token: AuthToken("never")) }
+        #expect(outcome == .awaitingToken)
+        #expect(world.processes[1].stack.current.session?.token.secret == "ada#1", "p1 keeps what it holds, for the unlock to settle")
+    }
+
+    /// Found by the explorer once a request still out counted as sent (the refresh races,
+    /// depth 6): a stack that missed another's rotation and then its sign-out refreshed the
+    /// token the other had spent. It now takes the sign-out and asks nothing.
+    @Test func aStackThatMissedARotationAndASignOutSendsNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "answer(ok)", "p0.logout", "p1.refresh"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent == ["ada#1": 1], "the first token, sent once, by p0")
+        #expect(world.inFlight == nil, "p1 asked nothing")
+        #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
+    }
 }
 
 /// Each invariant catches a rule broken on purpose: the explorer, given the broken rule, finds a
@@ -50,7 +79,15 @@ import Testing
     /// The events and depth in which each plant's shortest counterexample lies.
     static func search(for plant: ExplorerPlant) -> (depth: Int, events: @Sendable (ExplorerEvent) -> Bool) {
         switch plant {
-        case .leaseMarksLost: (6, SessionExplorerTests.scenarios[0].events)
+        // NB: a process killed once it sent the token, before it saved the sign-out: the lease
+        // is then all that tells another process the token is spent.
+        case .leaseMarksLost:
+            (6, { event in
+                switch event {
+                case .login(0), .follow(1), .kill(0, afterWrites: 0), .refresh, .answer(.dropped): true
+                default: false
+                }
+            })
         case .secretsLostInCrash: (4, SessionExplorerTests.scenarios[1].events)
         case .adoptsWithoutTaking:
             (5, { event in

@@ -55,7 +55,11 @@ extension EnvironmentStack {
     /// session store take turns too, by a lease beside its lock file (``SessionStore/lockFile``;
     /// the store's `refreshLease` says how long it lasts, a minute by default). The one whose
     /// turn it is re-reads the store first, and when another refreshed meanwhile, it takes the
-    /// token that one saved instead of calling `refresh`. The lease names the token it spends
+    /// token that one saved instead of calling `refresh`. When the store's secrets can't be read
+    /// then (a locked Keychain), it can't tell whether another spent the token: nothing is asked
+    /// (``SessionRefreshOutcome/awaitingToken``: refresh again once the device is unlocked). When
+    /// another saved the account's sign-out since this stack last looked, the stack takes it and
+    /// nothing is asked (``SessionRefreshOutcome/superseded``). The lease names the token it spends
     /// (by a fingerprint, never the token), and is handed back only when the token wasn't sent
     /// or its successor is saved: a refresher that finds a lapsed lease naming its own token (its
     /// holder killed, suspended, or slower than the lease, or a session that ended) ends the
@@ -184,15 +188,23 @@ extension EnvironmentStack {
             return await endUnconfirmed(session, because: .spentElsewhere, at: site)
         case .held, .unshared: break
         }
+        let sessions = shared ?? reader
+        let stored = holdsToken ? storedToken(in: sessions, replacing: session) : (rotated: nil, readable: true)
         let step = SessionMachine<App>.leadStep(
             holdsToken: holdsToken,
-            rotated: holdsToken ? rotatedToken(in: shared ?? reader, replacing: session) : nil,
+            rotated: stored.rotated,
+            storeReadable: stored.readable,
+            signedOutElsewhere: holdsToken && sessions.map { signedOutElsewhere(session, in: $0) } == true,
             refreshesTokens: reader == nil
         )
         let answer: SessionRefresh<App.User>
         switch step {
         case .stale: return nil
         case .waitForRotation: return .waitingForRotation
+        case .waitForStore: return .awaitingToken
+        case .takeStoredSignOut:
+            if let sessions { takeStoredSessionIfChanged(in: sessions) }
+            return .superseded
         case .adopt(let rotated): answer = rotated
         case .ask:
             release = false
@@ -234,7 +246,7 @@ extension EnvironmentStack {
             answer,
             leaseLapsed: { if case .held(let lease) = turn { shared?.lock.holds(lease) != true } else { false } }(),
             signedOutElsewhere: sessions.map { signedOutElsewhere(session, in: $0) } ?? false,
-            rotated: rotatedToken(in: sessions, replacing: session)
+            rotated: storedToken(in: sessions, replacing: session).rotated
         )
         switch step {
         case .endUnconfirmed(let reason):
@@ -332,17 +344,25 @@ extension EnvironmentStack {
         return await sessions.lock.beginRefresh(for: name, token: SessionLock.fingerprint(of: token))
     }
 
-    /// The token that another process or stack sharing `sessions` saved in place of
-    /// `session`'s while this one waited for its turn, as a refresh's answer; `nil` when the
-    /// store still holds `session`'s token, or holds no usable one.
+    /// What `sessions` (`nil`: none shared) says of `session`'s token: `rotated`, the token
+    /// another process or stack saved in its place while this one waited for its turn, as a
+    /// refresh's answer (`nil` when the store still holds `session`'s token, or none of the
+    /// account's); `readable`, whether the store could be read to tell (not while its secrets
+    /// can't be read: a locked Keychain).
     ///
     /// NB: a session that is gone from the store is not taken as ended: the server decides that.
-    private func rotatedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> SessionRefresh<App.User>? {
-        guard let sessions, let snapshot = (try? sessions.load()) ?? nil,
-              let stored = snapshot.accounts.session(named: App.accountID(of: session.user)),
-              stored.state != .awaitingToken, stored.token.secret != session.token.secret
-        else { return nil }
-        return .refreshed(token: stored.token, user: stored.user)
+    private func storedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> (rotated: SessionRefresh<App.User>?, readable: Bool) {
+        guard let sessions else { return (nil, true) }
+        let snapshot: SessionSnapshot<App>?
+        do throws(SnapshotError) {
+            snapshot = try sessions.load()
+        } catch {
+            return (nil, false)
+        }
+        let name = App.accountID(of: session.user)
+        guard SessionMachine<App>.tokenSettled(for: name, in: snapshot?.accounts) else { return (nil, false) }
+        guard let stored = snapshot?.accounts.session(named: name), stored.token.secret != session.token.secret else { return (nil, true) }
+        return (.refreshed(token: stored.token, user: stored.user), true)
     }
 
     /// Whether the account of `session`, which this stack knew the store held, is signed out

@@ -26,9 +26,12 @@ public enum SessionRefreshOutcome: Sendable, Hashable {
     /// Nobody was logged in; nothing was asked.
     case notLoggedIn
     /// The session is `AuthState.awaitingToken`: its token still can't be read, so nothing
-    /// was asked. Refresh again (or restore) once the secret store is available.
+    /// was asked; or the session store it shares with other processes can't be read now (a
+    /// locked Keychain), so the refresh can't tell whether another process spent the token, and
+    /// asked nothing. Refresh again (or restore) once the secret store is available.
     case awaitingToken
-    /// The session changed while the refresh ran; its result was dropped.
+    /// The session changed while the refresh ran, and its result was dropped; or another
+    /// process had saved the account's sign-out, which the stack took instead of asking.
     case superseded
 }
 

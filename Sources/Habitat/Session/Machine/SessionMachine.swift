@@ -252,8 +252,16 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case stale
         /// Another process or stack saved the token that replaces this one: take it.
         case adopt(SessionRefresh<App.User>)
+        /// Another process or stack saved the account's sign-out since this one last looked:
+        /// take it, and answer `SessionRefreshOutcome.superseded` (the token may be one the
+        /// other spent before signing out).
+        case takeStoredSignOut
         /// An extension leaves rotating to the app: answer `SessionRefreshOutcome.waitingForRotation`.
         case waitForRotation
+        /// The shared store can't be read now (a locked Keychain): another process may have
+        /// rotated the token meanwhile, so nothing is asked. Answer
+        /// `SessionRefreshOutcome.awaitingToken`.
+        case waitForStore
         /// Ask the server.
         case ask
     }
@@ -261,10 +269,25 @@ package enum SessionMachine<App: EnvironmentSchema> {
     /// - Parameters:
     ///   - holdsToken: Whether the stack still holds the token the flight is for.
     ///   - rotated: The answer the store holds, when another saved a newer token.
+    ///   - storeReadable: Whether the shared store could be read to tell (`true` when there is
+    ///     none: nobody else spends this token).
+    ///   - signedOutElsewhere: Whether the store holds the account's sign-out, saved by another
+    ///     since this stack last looked.
     ///   - refreshesTokens: Whether this process may call the server (not an extension).
-    package static func leadStep(holdsToken: Bool, rotated: SessionRefresh<App.User>?, refreshesTokens: Bool) -> LeadStep {
+    package static func leadStep(
+        holdsToken: Bool,
+        rotated: SessionRefresh<App.User>?,
+        storeReadable: Bool,
+        signedOutElsewhere: Bool,
+        refreshesTokens: Bool
+    ) -> LeadStep {
         guard holdsToken else { return .stale }
         if let rotated { return .adopt(rotated) }
+        // NB: a token the store can't be read to check, or whose account another signed out,
+        // may be one the other spent first (the session explorer found a stack that missed a
+        // rotation sending the spent token again, while locked or after the other's sign-out).
+        guard storeReadable else { return .waitForStore }
+        if signedOutElsewhere { return .takeStoredSignOut }
         return refreshesTokens ? .ask : .waitForRotation
     }
 
