@@ -189,16 +189,8 @@ extension EnvironmentStack {
         case .held, .unshared: break
         }
         let sessions = shared ?? reader
-        let stored = holdsToken ? storedToken(in: sessions, replacing: session) : (rotated: nil, readable: true)
-        let step = SessionMachine<App>.leadStep(
-            holdsToken: holdsToken,
-            rotated: stored.rotated,
-            storeReadable: stored.readable,
-            signedOutElsewhere: holdsToken && sessions.map { signedOutElsewhere(session, in: $0) } == true,
-            refreshesTokens: reader == nil
-        )
         let answer: SessionRefresh<App.User>
-        switch step {
+        switch leadStep(for: session, holdsToken: holdsToken, in: sessions, refreshesTokens: reader == nil) {
         case .stale: return nil
         case .waitForRotation: return .waitingForRotation
         case .waitForStore: return .awaitingToken
@@ -342,6 +334,24 @@ extension EnvironmentStack {
         guard let sessions else { return .unshared }
         await autosave.flush()
         return await sessions.lock.beginRefresh(for: name, token: SessionLock.fingerprint(of: token))
+    }
+
+    /// What the leader of a refresh of `session` does, once its turn came: the machine's
+    /// answer, from what the shared store `sessions` (`nil`: none) holds now.
+    private func leadStep(
+        for session: UserSession<App.User>,
+        holdsToken: Bool,
+        in sessions: SessionStore<App>?,
+        refreshesTokens: Bool
+    ) -> SessionMachine<App>.LeadStep {
+        let stored = holdsToken ? storedToken(in: sessions, replacing: session) : (rotated: nil, readable: true)
+        return SessionMachine<App>.leadStep(
+            holdsToken: holdsToken,
+            rotated: stored.rotated,
+            storeReadable: stored.readable,
+            signedOutElsewhere: holdsToken && sessions.map { signedOutElsewhere(session, in: $0) } == true,
+            refreshesTokens: refreshesTokens
+        )
     }
 
     /// What `sessions` (`nil`: none shared) says of `session`'s token: `rotated`, the token
