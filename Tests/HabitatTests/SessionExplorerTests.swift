@@ -48,11 +48,7 @@ import Testing
     /// and sent the spent token again. It now sends nothing and answers `awaitingToken`.
     @Test func aStackThatMissedARotationSendsNothingWhileTheStoreIsLocked() async throws {
         let directory = try TemporaryDirectory()
-        let world = try ExplorerWorld(directory: directory.url, plant: nil)
-        await world.run(["p0.login", "p1.follow", "p0.refresh", "answer(ok)", "lock", "p1.refresh"].compactMap(ExplorerEvent.init))
-        #expect(world.violations.isEmpty, "\(world.violations)")
-        #expect(world.server.sent == ["ada#1": 1], "the first token, sent once, by p0")
-        #expect(world.inFlight == nil, "p1 asked nothing")
+        let world = try await Self.missedRotation(then: "lock", in: directory)
         let outcome = await world.processes[1].stack.refreshSession { _ in .refreshed(token: AuthToken("never")) }
         #expect(outcome == .awaitingToken)
         #expect(world.processes[1].stack.current.session?.token.secret == "ada#1", "p1 keeps what it holds, for the unlock to settle")
@@ -63,12 +59,19 @@ import Testing
     /// token the other had spent. It now takes the sign-out and asks nothing.
     @Test func aStackThatMissedARotationAndASignOutSendsNothing() async throws {
         let directory = try TemporaryDirectory()
+        let world = try await Self.missedRotation(then: "p0.logout", in: directory)
+        #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
+    }
+
+    /// p1 looks at the store, p0 refreshes, then `event`, then p1 refreshes the token it holds:
+    /// the token p0 spent is sent no second time, and p1 asks nothing.
+    static func missedRotation(then event: String, in directory: TemporaryDirectory) async throws -> ExplorerWorld {
         let world = try ExplorerWorld(directory: directory.url, plant: nil)
-        await world.run(["p0.login", "p1.follow", "p0.refresh", "answer(ok)", "p0.logout", "p1.refresh"].compactMap(ExplorerEvent.init))
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "answer(ok)", event, "p1.refresh"].compactMap(ExplorerEvent.init))
         #expect(world.violations.isEmpty, "\(world.violations)")
         #expect(world.server.sent == ["ada#1": 1], "the first token, sent once, by p0")
         #expect(world.inFlight == nil, "p1 asked nothing")
-        #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
+        return world
     }
 }
 

@@ -90,9 +90,9 @@ extension SessionStore {
         // stay as they were until the tokens are read or the app says the store is readable.
         // Another account awaiting its token (one behind Face ID, say) keeps its stored item,
         // unread: the rest is saved.
-        if environment.session?.state == .awaitingToken { return nil }
+        if SessionMachine.savesNothing(environment) { return nil }
         var stored: StoredTokens
-        let accounts = environment.namedAccounts.filter { $0.session.state != .awaitingToken }
+        let accounts = environment.namedAccounts.filter { !SessionMachine<App>.keepsStoredItem($0.session) }
         do throws(StoreError) {
             stored = try storedTokens(for: accounts.map { ($0.name, $0.session.token.secret) }, known: known?.entries ?? [:])
         } catch {
@@ -163,7 +163,7 @@ extension SessionStore {
         var fresh: [(name: String, item: TokenRecord)] = []
         var untrimmed: [(name: String, entry: TokenRecord.Entry)] = []
         for (name, session) in accounts {
-            if session.state == .awaitingToken {
+            if SessionMachine<App>.keepsStoredItem(session) {
                 // Kept as stored, never read: nothing to save it with when the snapshot doesn't name it.
                 guard let id = stored.snapshotPairs[name] else { return nil }
                 pairs[name] = TokenRecord.Entry(id: id, secret: "")

@@ -270,7 +270,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         var snapshot = SessionSnapshot<App>(session: found.session, config: payload.config, savedAt: payload.savedAt, tokenProblem: found.tokenProblem)
         snapshot.otherAccounts = found.others
         snapshot.accountProblems = found.accountProblems
-        if !snapshot.accounts.isAwaitingToken {
+        if SessionMachine.knowsStore(after: snapshot.accounts) {
             let active = found.session.map { App.accountID(of: $0.user) }
             var others = found.pairs
             if let active { others[active] = nil }
@@ -352,7 +352,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         }
         // The index names the snapshot's accounts only: after a crash between a save's index
         // and its snapshot, it agrees with the snapshot again.
-        guard found.tokenProblem == nil, found.session?.state != .awaitingToken, case .success(let data?) = index else { return }
+        guard found.tokenProblem == nil, found.session.map(SessionMachine<App>.keepsStoredItem) != true, case .success(let data?) = index else { return }
         let active = found.session.map { App.accountID(of: $0.user) }
         var kept = TokenRecord.index(naming: Set(listed.keys).intersection(named).union(found.pairs.keys))
         if found.activeInIndex {

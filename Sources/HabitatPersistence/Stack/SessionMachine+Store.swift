@@ -11,8 +11,11 @@ import Habitat
 //   tokenSettled(for:in:)    "is the awaited token read?": the one rule, for the unlock, a
 //                            refresh of an account that waits, and the follower
 //   restored(_:from:...)     what a load makes of an account's saved session and its item
+//   knowsStore(after:)       whether a load knows what the store holds
 //   launchAnswer(_:)         what `restoreAtLaunch` says
 //   unlockAnswer(_:applied:) what `protectedDataDidBecomeAvailable` says
+//   savesNothing(_:)         a save while the active account waits for its token
+//   keepsStoredItem(_:)      a save keeps an account's item unread (it waits for its token)
 //   saveRoute(_:known:...)   a save by a stack that knew the store: as asked, take the store's,
 //                            or merge (`merged`: which account wins, which is active)
 //   followerTakes(_:known:)  a follower's check: does the store hold another session?
@@ -88,6 +91,27 @@ extension SessionMachine {
         return loaded?.session == nil ? .loggedOut(problem: loaded?.tokenProblem) : .restored
     }
 
+    // MARK: Saving
+
+    /// Whether a save of `environment` writes nothing: its active account waits for its token
+    /// (the saved snapshot and tokens stay as they were until the token is read, or the app
+    /// says the store is readable).
+    static func savesNothing(_ environment: HabitatEnvironment<App>) -> Bool {
+        environment.session?.state == .awaitingToken
+    }
+
+    /// Whether a save keeps `session`'s stored item as it is, unread: an account that waits for
+    /// its token (one behind Face ID, say); the rest is saved.
+    static func keepsStoredItem(_ session: Session) -> Bool {
+        session.state == .awaitingToken
+    }
+
+    /// Whether a load that found `loaded` knows what the store holds (for the stack's later
+    /// saves and follower to compare with): not while any account waits for its token.
+    static func knowsStore(after loaded: StoredAccounts<App>) -> Bool {
+        !loaded.isAwaitingToken
+    }
+
     // MARK: Saving beside other processes
 
     /// How a save goes, by a stack that knew the store held `known` and finds `stored`.
@@ -105,7 +129,7 @@ extension SessionMachine {
     /// Whether a save compares with the store first: not when the stack knows nothing of it,
     /// nor while its active account waits for its token (the save writes no account then).
     static func comparesWithStore(_ environment: HabitatEnvironment<App>, known: KnownSession?) -> Bool {
-        known != nil && environment.session?.state != .awaitingToken
+        known != nil && !savesNothing(environment)
     }
 
     /// A save's route: see ``SaveRoute``.
