@@ -16,8 +16,10 @@ import Habitat
 //   unlockAnswer(_:applied:) what `protectedDataDidBecomeAvailable` says
 //   savesNothing(_:)         a save while the active account waits for its token
 //   keepsStoredItem(_:)      a save keeps an account's item unread (it waits for its token)
-//   saveRoute(_:known:...)   a save by a stack that knew the store: as asked, take the store's,
-//                            or merge (`merged`: which account wins, which is active)
+//   comparesWithStore(_:..)  whether a save compares with the store first
+//   saveRoute(_:known:...)   a save by a stack that knew the store: as asked, take the store's
+//                            (`movedPast`), or merge (`merged`: which account wins, which is active)
+//   signOutStands(_:...)     a sign-out of every account saved while the secrets can't be read
 //   followerTakes(_:known:)  a follower's check: does the store hold another session?
 //   waiterThrows(_:as:)      a waiter whose leader failed: throw the leader's error, or lead
 //   answerStep(_:...)        what a refresh's leader does with the server's answer
