@@ -63,6 +63,18 @@ import Testing
         #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
     }
 
+    /// p0 is killed signing its account out after deleting the token, before the snapshot: the
+    /// store holds the sign-out (a snapshot naming a token that is gone). p1, which knew the
+    /// account there, refreshes: it takes the sign-out and asks nothing, and the sign-out stays.
+    @Test func aRefreshAfterASignOutKilledHalfwayTakesTheSignOut() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.kill(after: 1 writes)", "p0.logout", "p1.refresh"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent.isEmpty, "p1 asked nothing")
+        #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
+    }
+
     /// p1 looks at the store, p0 refreshes, then `event`, then p1 refreshes the token it holds:
     /// the token p0 spent is sent no second time, and p1 asks nothing.
     static func missedRotation(then event: String, in directory: TemporaryDirectory) async throws -> ExplorerWorld {

@@ -45,12 +45,7 @@ public struct SessionSnapshot<App: EnvironmentSchema>: Sendable {
         self.config = config
         self.savedAt = savedAt
         self.tokenProblem = tokenProblem
-        switch (session, tokenProblem) {
-        case (let session?, let problem?) where session.state == .awaitingToken: tokenRead = .awaiting(problem)
-        case (_, let problem?): tokenRead = .damaged(problem)
-        case (.some, nil): tokenRead = .present
-        case (nil, nil): tokenRead = .absent
-        }
+        tokenRead = SessionMachine<App>.tokenRead(of: session, problem: tokenProblem)
     }
 }
 

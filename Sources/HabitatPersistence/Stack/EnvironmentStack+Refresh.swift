@@ -234,11 +234,12 @@ extension EnvironmentStack {
         at site: (fileID: StaticString, line: UInt)
     ) async -> (outcome: SessionRefreshOutcome, landing: SessionRefresh<App.User>, release: Bool) {
         let sessions = shared ?? autosaveStore()
+        // NB: one of the two store questions is asked, by the answer's kind: one load.
         let step = SessionMachine<App>.answerStep(
             answer,
             leaseLapsed: { if case .held(let lease) = turn { shared?.lock.holds(lease) != true } else { false } }(),
-            signedOutElsewhere: sessions.map { signedOutElsewhere(session, in: $0) } ?? false,
-            rotated: storedToken(in: sessions, replacing: session).rotated
+            signedOutElsewhere: storedAccount(of: session, in: sessions).signedOut,
+            rotated: storedAccount(of: session, in: sessions).rotated
         )
         switch step {
         case .endUnconfirmed(let reason):
@@ -344,43 +345,21 @@ extension EnvironmentStack {
         in sessions: SessionStore<App>?,
         refreshesTokens: Bool
     ) -> SessionMachine<App>.LeadStep {
-        let stored = holdsToken ? storedToken(in: sessions, replacing: session) : (rotated: nil, readable: true)
+        let stored = storedAccount(of: session, in: holdsToken ? sessions : nil)
         return SessionMachine<App>.leadStep(
             holdsToken: holdsToken,
             rotated: stored.rotated,
             storeReadable: stored.readable,
-            signedOutElsewhere: holdsToken && sessions.map { signedOutElsewhere(session, in: $0) } == true,
+            signedOutElsewhere: stored.signedOut,
             refreshesTokens: refreshesTokens
         )
     }
 
-    /// What `sessions` (`nil`: none shared) says of `session`'s token: `rotated`, the token
-    /// another process or stack saved in its place while this one waited for its turn, as a
-    /// refresh's answer (`nil` when the store still holds `session`'s token, or none of the
-    /// account's); `readable`, whether the store could be read to tell (not while its secrets
-    /// can't be read: a locked Keychain).
-    ///
-    /// NB: a session that is gone from the store is not taken as ended: the server decides that.
-    private func storedToken(in sessions: SessionStore<App>?, replacing session: UserSession<App.User>) -> (rotated: SessionRefresh<App.User>?, readable: Bool) {
-        guard let sessions else { return (nil, true) }
-        let snapshot: SessionSnapshot<App>?
-        do throws(SnapshotError) {
-            snapshot = try sessions.load()
-        } catch {
-            return (nil, false)
-        }
-        let name = App.accountID(of: session.user)
-        guard SessionMachine<App>.tokenSettled(for: name, in: snapshot?.accounts) else { return (nil, false) }
-        guard let stored = snapshot?.accounts.session(named: name), stored.token.secret != session.token.secret else { return (nil, true) }
-        return (.refreshed(token: stored.token, user: stored.user), true)
-    }
-
-    /// Whether the account of `session`, which this stack knew the store held, is signed out
-    /// there now.
-    private func signedOutElsewhere(_ session: UserSession<App.User>, in sessions: SessionStore<App>) -> Bool {
-        let name = App.accountID(of: session.user)
-        guard let known = autosave.knowledge, known.holds(name), let stored = try? sessions.storedPair() else { return false }
-        return !stored.holds(name)
+    /// What `sessions` (`nil`: none shared) holds of `session`'s account now, in one load: the
+    /// machine's reading (`SessionMachine.storedAccount(of:loaded:known:)`).
+    private func storedAccount(of session: UserSession<App.User>, in sessions: SessionStore<App>?) -> SessionMachine<App>.StoredAccount {
+        let loaded = sessions.map { sessions in Result { () throws(SnapshotError) in try sessions.load() } }
+        return SessionMachine<App>.storedAccount(of: session, loaded: loaded, known: autosave.knowledge)
     }
 
     /// Reads the token of the account named `name` (the active one when `nil`), which waits for

@@ -140,20 +140,16 @@ extension EnvironmentStack {
         line: UInt = #line
     ) -> AwaitingTokenResolution {
         defer { autosave.retryFailedSave() }
-        guard current.isAwaitingToken else {
-            // A token no snapshot names (one a reinstall left) is judged now that reads are final.
-            _ = try? sessions.load(secretsReadable: true)
-            return .notAwaiting
+        // NB: read with final reads even when no session waits: a token no snapshot names (one a
+        // reinstall left) is judged now.
+        let loaded = Result { () throws(SnapshotError) in try sessions.load(secretsReadable: true) }
+        let snapshot: SessionSnapshot<App>?
+        switch SessionMachine.unlockStep(current, loaded: loaded) {
+        case .answer(let answer): return answer
+        case .take(let taken): snapshot = taken
         }
-        let loaded: SessionSnapshot<App>?
-        do throws(SnapshotError) {
-            loaded = try sessions.load(secretsReadable: true)
-        } catch {
-            return .stillAwaiting(error)
-        }
-        let applied = SessionMachine<App>.tokenSettled(for: nil, in: loaded?.accounts)
-            && run(.tokenReadable(loaded?.session, others: loaded?.otherAccounts ?? []), fileID: fileID, line: line).isApplied
-        return SessionMachine.unlockAnswer(loaded, applied: applied)
+        let applied = run(.tokenReadable(snapshot?.session, others: snapshot?.otherAccounts ?? []), fileID: fileID, line: line).isApplied
+        return SessionMachine.unlockAnswer(snapshot, applied: applied)
     }
 }
 

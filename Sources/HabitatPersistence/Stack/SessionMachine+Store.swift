@@ -12,8 +12,10 @@ import Habitat
 //                            refresh of an account that waits, and the follower
 //   restored(_:from:...)     what a load makes of an account's saved session and its item
 //   knowsStore(after:)       whether a load knows what the store holds
+//   tokenRead(of:problem:)   what a load read of the saved session's token (`SessionSnapshot.tokenRead`)
 //   launchAnswer(_:)         what `restoreAtLaunch` says
-//   unlockAnswer(_:applied:) what `protectedDataDidBecomeAvailable` says
+//   unlockStep(_:loaded:)    what `protectedDataDidBecomeAvailable` does: answer, or take the store's
+//   unlockAnswer(_:applied:) what it says once the stack took them
 //   savesNothing(_:)         a save while the active account waits for its token
 //   keepsStoredItem(_:)      a save keeps an account's item unread (it waits for its token)
 //   comparesWithStore(_:..)  whether a save compares with the store first
@@ -22,6 +24,7 @@ import Habitat
 //   signOutStands(_:...)     a sign-out of every account saved while the secrets can't be read
 //   followerTakes(_:known:)  a follower's check: does the store hold another session?
 //   waiterThrows(_:as:)      a waiter whose leader failed: throw the leader's error, or lead
+//   storedAccount(of:...)    what the shared store holds of a refreshing account (rotated, signed out)
 //   answerStep(_:...)        what a refresh's leader does with the server's answer
 //   unconfirmed(_:...)       a refreshed token that wasn't saved ends the session
 //   refreshOutcome(_:...)    what a refresh's caller hears
@@ -72,6 +75,17 @@ extension SessionMachine {
         }
     }
 
+    /// What a load read of the saved session's token: the one classification the launch, the
+    /// unlock and the restore decide by, from the restored `session` and the `problem` found.
+    static func tokenRead(of session: Session?, problem: StoreError?) -> TokenRead {
+        switch (session, problem) {
+        case (let session?, let problem?) where session.state == .awaitingToken: .awaiting(problem)
+        case (_, let problem?): .damaged(problem)
+        case (.some, nil): .present
+        case (nil, nil): .absent
+        }
+    }
+
     /// What a launch's restore says, from what it restored (`nil`: nothing saved).
     static func launchAnswer(_ snapshot: SessionSnapshot<App>?) -> LaunchRestore<App> {
         guard let snapshot else { return .nothingSaved }
@@ -83,6 +97,24 @@ extension SessionMachine {
     static func launchAnswer(failure error: SnapshotError) -> LaunchRestore<App> {
         if case .store(.corrupted(_, let movedTo, _)) = error { return .setAside(movedTo: movedTo, problem: error) }
         return .failed(error)
+    }
+
+    /// What an unlock does with the store it read with final reads (`loaded`).
+    enum UnlockStep {
+        /// Answer at once: no session waits, or the store still can't produce its token.
+        case answer(AwaitingTokenResolution)
+        /// The waiting session's token is read (or gone): the stack takes the store's accounts.
+        case take(SessionSnapshot<App>?)
+    }
+
+    /// An unlock's step, for a stack holding `environment`.
+    static func unlockStep(_ environment: HabitatEnvironment<App>, loaded: Result<SessionSnapshot<App>?, SnapshotError>) -> UnlockStep {
+        guard environment.isAwaitingToken else { return .answer(.notAwaiting) }
+        switch loaded {
+        case .failure(let error): return .answer(.stillAwaiting(error))
+        case .success(let snapshot):
+            return tokenSettled(for: nil, in: snapshot?.accounts) ? .take(snapshot) : .answer(unlockAnswer(snapshot, applied: false))
+        }
     }
 
     /// What an unlock says of a stack whose session waited: `loaded` is the store's (with final
@@ -216,6 +248,29 @@ extension SessionMachine {
     /// leader was cancelled, or threw what this caller can't report).
     static func waiterThrows<E: Error>(_ error: any Error, as _: E.Type) -> E? {
         error is CancellationError ? nil : error as? E
+    }
+
+    /// What the shared store holds of a refreshing account: the token another process or stack
+    /// saved in place of the one refreshed (as a refresh's answer), whether the store could be
+    /// read to tell, and whether the account is signed out there since this stack knew it.
+    struct StoredAccount {
+        var rotated: SessionRefresh<App.User>?
+        var readable = true
+        var signedOut = false
+    }
+
+    /// What a load of the shared store (`loaded`: `nil` when none is shared, a failure when it
+    /// can't be read now) says of `session`'s account, which this stack knew the store held as
+    /// `known`. An account whose token can't be read yet is unreadable (another may have rotated
+    /// it); one gone from the store is signed out only if this stack knew it there (otherwise
+    /// the server decides).
+    static func storedAccount(of session: Session, loaded: Result<SessionSnapshot<App>?, SnapshotError>?, known: KnownSession?) -> StoredAccount {
+        guard let loaded else { return StoredAccount() }
+        let name = App.accountID(of: session.user)
+        guard case .success(let snapshot) = loaded, tokenSettled(for: name, in: snapshot?.accounts) else { return StoredAccount(readable: false) }
+        guard let stored = snapshot?.accounts.session(named: name) else { return StoredAccount(signedOut: known?.holds(name) == true) }
+        guard stored.token.secret != session.token.secret else { return StoredAccount() }
+        return StoredAccount(rotated: .refreshed(token: stored.token, user: stored.user))
     }
 
     /// What a refresh's leader does with the server's answer.
