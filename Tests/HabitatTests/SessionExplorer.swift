@@ -198,10 +198,36 @@ struct MortalKeyValueStore: KeyValueStore {
     }
 }
 
-/// A process's handle on the shared secret store.
-struct MortalSecretStore: SecretStore {
+/// The secret store's writes not yet on disk: a save's tidying writes (`TidyingSecretStore`),
+/// until the next durable write flushes the directory. A kill loses the killed process's.
+final class UnflushedWrites: @unchecked Sendable {
+    // Safe: `writes` is read and written only with `lock` held.
+    private let lock = NSLock()
+    private var writes: [(process: ObjectIdentifier, key: String, previous: Data?)] = []
+
+    func record(_ process: ProcessLife, key: String, previous: Data?) {
+        lock.withLock { writes.append((ObjectIdentifier(process), key, previous)) }
+    }
+
+    /// A durable write flushed the directory: every write before it is on disk.
+    func flushed() { lock.withLock { writes.removeAll() } }
+
+    /// Takes `process`'s writes off the list, newest first: what its crash undoes.
+    func lost(by process: ProcessLife) -> [(key: String, previous: Data?)] {
+        lock.withLock {
+            let lost = writes.filter { $0.process == ObjectIdentifier(process) }.reversed().map { ($0.key, $0.previous) }
+            writes.removeAll { $0.process == ObjectIdentifier(process) }
+            return lost
+        }
+    }
+}
+
+/// A process's handle on the shared secret store. Its tidying writes stay off the disk until
+/// the next durable write, as a file secret store's do: a kill before that undoes them.
+struct MortalSecretStore: TidyingSecretStore {
     let base: MockSecretStore
     let life: ProcessLife
+    let unflushed: UnflushedWrites
 
     func secret(forKey key: String) throws(StoreError) -> Data? {
         try life.read()
@@ -212,6 +238,14 @@ struct MortalSecretStore: SecretStore {
         let previous: Data? = (try? base.secret(forKey: key)) ?? nil
         try life.write(secret: key, previous: .some(previous))
         try base.setSecret(secret, forKey: key)
+        unflushed.flushed()
+    }
+
+    func setSecretTidying(_ secret: Data?, forKey key: String) throws(StoreError) {
+        let previous: Data? = (try? base.secret(forKey: key)) ?? nil
+        try life.write(secret: key, previous: .some(previous))
+        try base.setSecret(secret, forKey: key)
+        unflushed.record(life, key: key, previous: previous)
     }
 }
 
@@ -257,7 +291,7 @@ final class ExplorerProcess {
     init(_ world: ExplorerWorld) {
         var sessions = SessionStore<AccountsApp>(
             store: MortalKeyValueStore(base: world.values, life: life, dropsSnapshot: world.plant == .storeDropsSnapshot),
-            secrets: MortalSecretStore(base: world.secrets, life: life),
+            secrets: MortalSecretStore(base: world.secrets, life: life, unflushed: world.unflushed),
             lockFile: world.directory.appendingPathComponent("lock")
         )
         sessions.pairIDs = world.pairIDs
@@ -322,6 +356,7 @@ struct ExplorerAccounts: Equatable, CustomStringConvertible {
 final class ExplorerWorld {
     let values = MockKeyValueStore()
     let secrets = MockSecretStore()
+    let unflushed = UnflushedWrites()
     let directory: URL
     let plant: ExplorerPlant?
     let pairIDs: @Sendable () -> String
@@ -462,6 +497,8 @@ final class ExplorerWorld {
         if plant == .secretsLostInCrash {
             for (key, previous) in processes[p].life.writesToLose() { try? secrets.setSecret(previous, forKey: key) }
         }
+        // The killed process's tidying writes that no durable write flushed are lost.
+        for (key, previous) in unflushed.lost(by: processes[p].life) { try? secrets.setSecret(previous, forKey: key) }
         let process = ExplorerProcess(self)
         processes[p] = process
         let restored = process.accounts

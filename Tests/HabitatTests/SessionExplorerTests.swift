@@ -63,6 +63,18 @@ import Testing
         #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
     }
 
+    /// A save's tidying isn't made durable at once: a kill before the next durable write undoes
+    /// it (the model loses it), and the relaunch restores the refreshed token all the same.
+    @Test func aKillUndoesARefreshsTidyingAndLosesNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p0.refresh", "answer(ok)", "p0.kill(after: 0 writes)", "p0.addAccount"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        let item = try #require(try world.secrets.secret(forKey: "habitat.session.token.ada"))
+        #expect(TokenRecord.decode(item)?.tokens.count == 2, "the previous token's drop was lost with the kill")
+        #expect(world.processes[0].stack.current.session?.token.secret == world.server.current["ada"], "the relaunch has the refreshed token")
+    }
+
     /// p0 is killed signing its account out after deleting the token, before the snapshot: the
     /// store holds the sign-out (a snapshot naming a token that is gone). p1, which knew the
     /// account there, refreshes: it takes the sign-out and asks nothing, and the sign-out stays.

@@ -8,13 +8,14 @@ import Testing
 @Suite struct SavePlanTests {
     let sessions = SessionStore<AccountsApp>.inMemory()
 
-    /// Each step as a line: what it does, to which key, and what a failure of it means.
+    /// Each step as a line: what it does, to which key, what a failure of it means, and the
+    /// crash its flush guards against.
     func lines(_ plan: SavePlan?) -> [String] {
         (plan?.steps ?? []).map { step in
             switch step.action {
-            case .setSecret(let key, let data): "\(data == nil ? "delete" : "write") \(key) \(step.onFailure)"
-            case .purgeData(let account): "purge \(account) \(step.onFailure)"
-            case .setSnapshot: "snapshot \(step.onFailure)"
+            case .setSecret(let key, let data): "\(data == nil ? "delete" : "write") \(key) \(step.onFailure) \(step.flush)"
+            case .purgeData(let account): "purge \(account) \(step.onFailure) \(step.flush)"
+            case .setSnapshot: "snapshot \(step.onFailure) \(step.flush)"
             }
         }
     }
@@ -34,9 +35,9 @@ import Testing
         stack.login(user: .ada, token: memberToken(.ada, 1))
         let plan = try sessions.savePlan(for: stack.current, stored: StoredTokens(indexData: nil))
         #expect(lines(plan) == [
-            "write habitat.session.token abort",
-            "write habitat.session.token.ada undoAndAbort",
-            "snapshot undoAndAbort",
+            "write habitat.session.token abort index",
+            "write habitat.session.token.ada undoAndAbort tokenBeforeSnapshot",
+            "snapshot undoAndAbort commit",
         ])
     }
 
@@ -47,9 +48,9 @@ import Testing
         environment.otherAccounts[0].token = memberToken(.ada, 4)
         let plan = try #require(try sessions.savePlan(for: environment, stored: before))
         #expect(lines(plan) == [
-            "write habitat.session.token.ada undoAndAbort",
-            "snapshot undoAndAbort",
-            "write habitat.session.token.ada ignore",
+            "write habitat.session.token.ada undoAndAbort tokenBeforeSnapshot",
+            "snapshot undoAndAbort commit",
+            "write habitat.session.token.ada ignore tidying",
         ], "the index already names ada: it isn't written")
         guard case .setSecret(_, let item?) = plan.steps[0].action else { Issue.record("no item written"); return }
         #expect(String(decoding: item, as: UTF8.self).contains("ada#1"), "the previous token stays until the snapshot names the new one")
@@ -59,7 +60,7 @@ import Testing
         let stack = threeAccounts()
         let before = try stored(after: stack.current)
         try stack.switchAccount(to: "ada")
-        #expect(lines(try sessions.savePlan(for: stack.current, stored: before)) == ["snapshot undoAndAbort"])
+        #expect(lines(try sessions.savePlan(for: stack.current, stored: before)) == ["snapshot undoAndAbort commit"])
     }
 
     @Test func aSignOutDeletesTheTokenFirstAndStandsWhateverFails() throws {
@@ -67,13 +68,37 @@ import Testing
         let before = try stored(after: stack.current)
         stack.logoutAll()
         #expect(lines(try sessions.savePlan(for: stack.current, stored: before)) == [
-            "delete habitat.session.token.ada deferred",
-            "delete habitat.session.token.alan deferred",
-            "delete habitat.session.token.grace deferred",
-            "purge ada abort", "purge alan abort", "purge grace abort",
-            "snapshot undoAndAbort",
-            "delete habitat.session.token stopTidying",
+            "delete habitat.session.token.ada deferred signOut",
+            "delete habitat.session.token.alan deferred signOut",
+            "delete habitat.session.token.grace deferred signOut",
+            "purge ada abort signOut", "purge alan abort signOut", "purge grace abort signOut",
+            "snapshot undoAndAbort commit",
+            "delete habitat.session.token stopTidying tidying",
         ])
+    }
+
+    /// The promise behind the flushes: nothing before the commit point is left unflushed, and
+    /// nothing after it is flushed but the tidying (whatever the save: login, rotation, switch,
+    /// another account's sign-out, every account's).
+    @Test func onlyTheTidyingAfterTheSnapshotGoesUnflushed() throws {
+        let stack = threeAccounts()
+        let before = try stored(after: stack.current)
+        var plans: [SavePlan?] = [try sessions.savePlan(for: makeAccountsStack().current, stored: StoredTokens(indexData: nil))]
+        var rotated = stack.current
+        rotated.otherAccounts[0].token = memberToken(.ada, 4)
+        plans.append(try sessions.savePlan(for: rotated, stored: before))
+        stack.logout(account: "ada")
+        plans.append(try sessions.savePlan(for: stack.current, stored: before))
+        stack.logoutAll()
+        plans.append(try sessions.savePlan(for: stack.current, stored: before))
+        let login = makeAccountsStack()
+        login.login(user: .ada, token: memberToken(.ada, 1))
+        plans.append(try sessions.savePlan(for: login.current, stored: StoredTokens(indexData: nil)))
+        for plan in plans.compactMap({ $0 }) {
+            let commit = try #require(plan.steps.firstIndex { $0.flush == .commit }, "\(lines(plan))")
+            #expect(plan.steps.indices.allSatisfy { ($0 > commit) == (plan.steps[$0].flush == .tidying) }, "\(lines(plan))")
+        }
+        #expect(plans.compactMap { $0 }.contains { $0.steps.contains { $0.flush == .tidying } }, "a rotation and a sign-out tidy")
     }
 
     @Test func anExtensionPlansNothingForATokenItDoesntHold() throws {

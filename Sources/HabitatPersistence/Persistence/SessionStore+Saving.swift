@@ -19,7 +19,9 @@ package import Habitat
 //   4. the previous tokens and the names no longer signed in are dropped from the items and
 //      the index.
 // A crash before the snapshot leaves the previous state with its tokens, after it the new one
-// with its own.
+// with its own. Each step names the crash its flush to disk guards against (`SaveStep.Flush`);
+// the tidying of step 4 guards against none, and a file secret store doesn't flush its
+// directory for it (a refresh's save: 5 flushes, not 6; `Benchmarks/syncs.sh`).
 
 /// What a save read from the secret store before deciding anything.
 package struct StoredTokens: Equatable {
@@ -67,8 +69,29 @@ package struct SaveStep: Equatable {
         case stopTidying
     }
 
+    /// The crash a step's flush to disk guards against: every step but a tidying one is on disk
+    /// before the next runs. (A file store flushes each file it writes, and then its directory;
+    /// a tidying write, only its file.)
+    package enum Flush: Equatable {
+        /// A signed-out account's token deleted, or its data purged: a crash must not bring it
+        /// back beside a snapshot that no longer names the account.
+        case signOut
+        /// The index, naming every item a crash may leave: a load that doesn't find a stray
+        /// token can't discard it.
+        case index
+        /// A new token, beside the previous one: the snapshot that names it must never reach the
+        /// disk before it (the account would load signed out).
+        case tokenBeforeSnapshot
+        /// The snapshot, the save's commit point: a save that returned is never lost.
+        case commit
+        /// Tidying (a previous token dropped, the index trimmed): a crash may undo it, leaving
+        /// what the next save or load tidies again; not made durable at once.
+        case tidying
+    }
+
     package var action: Action
     package var onFailure: OnFailure
+    package var flush: Flush
     /// What to put back under this step's key when a later step fails `undoAndAbort`.
     package var undo: Data?? = nil
 }
@@ -199,24 +222,32 @@ extension SessionStore {
         // the same, and the error thrown after it. A token no snapshot names signs nobody in,
         // and a later load that can delete it discards it.
         let beforeSnapshot: SaveStep.OnFailure = activeName == nil && fresh.isEmpty ? .deferred : .abort
-        var steps = purged.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0), nil), onFailure: beforeSnapshot) }
+        var steps = purged.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0), nil), onFailure: beforeSnapshot, flush: .signOut) }
         // NB: the signed-out accounts stay listed until the save is made, so that one whose
         // data couldn't be purged is purged by the next save, or judged by the next load.
         let during = TokenRecord.index(naming: Set(listed.keys).union(pairs.keys))
         if during != stored.index {
-            steps.append(SaveStep(action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, undo: fresh.isEmpty ? nil : .some(stored.indexData)))
+            steps.append(SaveStep(
+                action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, flush: .index,
+                undo: fresh.isEmpty ? nil : .some(stored.indexData)
+            ))
         }
-        steps += purged.map { SaveStep(action: .purgeData(account: $0), onFailure: .abort) }
+        steps += purged.map { SaveStep(action: .purgeData(account: $0), onFailure: .abort, flush: .signOut) }
         steps += fresh.map {
-            SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), $0.item.encoded()), onFailure: .undoAndAbort, undo: .some(stored.items[$0.name] ?? nil))
+            SaveStep(
+                action: .setSecret(key: tokenKey(forAccount: $0.name), $0.item.encoded()), onFailure: .undoAndAbort, flush: .tokenBeforeSnapshot,
+                undo: .some(stored.items[$0.name] ?? nil)
+            )
         }
         var others = pairs
         if let activeName { others[activeName] = nil }
         let snapshot = try encode(environment, pairID: activeName.flatMap { pairs[$0]?.id }, others: others.mapValues(\.id))
-        steps.append(SaveStep(action: .setSnapshot(snapshot), onFailure: .undoAndAbort))
-        steps += untrimmed.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), TokenRecord(tokens: [$0.entry]).encoded()), onFailure: .ignore) }
+        steps.append(SaveStep(action: .setSnapshot(snapshot), onFailure: .undoAndAbort, flush: .commit))
+        steps += untrimmed.map {
+            SaveStep(action: .setSecret(key: tokenKey(forAccount: $0.name), TokenRecord(tokens: [$0.entry]).encoded()), onFailure: .ignore, flush: .tidying)
+        }
         let final = TokenRecord.index(naming: Set(pairs.keys))
-        if final != during { steps.append(SaveStep(action: .setSecret(key: tokenKey, final.encodedUnlessEmpty), onFailure: .stopTidying)) }
+        if final != during { steps.append(SaveStep(action: .setSecret(key: tokenKey, final.encodedUnlessEmpty), onFailure: .stopTidying, flush: .tidying)) }
 
         let active = activeName.flatMap { pairs[$0] }
         return SavePlan(steps: steps, known: KnownSession(pairID: active?.id, secret: active?.secret, others: others, active: activeName))
@@ -231,7 +262,11 @@ extension SessionStore {
                 switch step.action {
                 case .setSecret(let key, let data):
                     if let previous = step.undo { undo.append((key, previous)) }
-                    try secrets.setSecret(data, forKey: key)
+                    if step.flush == .tidying, let secrets = secrets as? any TidyingSecretStore {
+                        try secrets.setSecretTidying(data, forKey: key)
+                    } else {
+                        try secrets.setSecret(data, forKey: key)
+                    }
                 case .purgeData(let account):
                     try accountData(for: account).removeAll()
                 case .setSnapshot(let data):

@@ -77,6 +77,16 @@ public final class FileSecretStore: SecretStore {
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
+        try setSecret(secret, forKey: key, flushingDirectory: true)
+    }
+
+    /// `setSecret(_:forKey:)` without the directory's flush: a save's tidying writes (see
+    /// `TidyingSecretStore`).
+    package func setSecretTidying(_ secret: Data?, forKey key: String) throws(StoreError) {
+        try setSecret(secret, forKey: key, flushingDirectory: false)
+    }
+
+    private func setSecret(_ secret: Data?, forKey key: String, flushingDirectory: Bool) throws(StoreError) {
         let name = FileSystem.fileName(for: key)
         if let secret, secret.count > maximumSecretSize {
             throw .tooLarge(path: path(forKey: key), size: secret.count, limit: maximumSecretSize)
@@ -87,9 +97,9 @@ public final class FileSecretStore: SecretStore {
             try trusted.check()
             try FileSystem.withLock(".lock", in: trusted) { () throws(StoreError) in
                 if let secret {
-                    try FileSystem.writeAtomically(secret, to: name, in: trusted)
+                    try FileSystem.writeAtomically(secret, to: name, in: trusted, flushingDirectory: flushingDirectory)
                 } else {
-                    try FileSystem.remove(name, in: trusted)
+                    try FileSystem.remove(name, in: trusted, flushingDirectory: flushingDirectory)
                 }
             }
         }

@@ -43,3 +43,15 @@ extension SecretStore {
     /// `true`: a store that says "not found" means it.
     public var reportsMissingReliably: Bool { true }
 }
+
+/// A secret store that can write without making the write durable at once: a ``SessionStore``'s
+/// tidying writes (a rotated token's predecessor dropped, the index trimmed), which a crash may
+/// undo harmlessly, the next save or load tidying again. ``FileSecretStore`` skips its
+/// directory's flush for them (the file itself is flushed: a crash never leaves it empty).
+package protocol TidyingSecretStore: SecretStore {
+    /// `setSecret(_:forKey:)`, but a crash may bring back what the key held before, until the
+    /// store's next durable write.
+    func setSecretTidying(_ secret: Data?, forKey key: String) throws(StoreError)
+}
+
+extension FileSecretStore: TidyingSecretStore {}

@@ -185,8 +185,11 @@ enum FileSystem {
     /// and fsynced, renamed over the old one, and the directory fsynced. Temporary files left by
     /// writers that died are removed first.
     ///
+    /// With `flushingDirectory` `false`, the directory isn't flushed: a crash (a power loss) may
+    /// then bring back the old file, whole, until the directory's next flush.
+    ///
     /// Call it holding the lock that excludes every writer of `name` (the stores' locks do).
-    static func writeAtomically(_ data: Data, to name: String, in directory: TrustedDirectory) throws(StoreError) {
+    static func writeAtomically(_ data: Data, to name: String, in directory: TrustedDirectory, flushingDirectory: Bool = true) throws(StoreError) {
         let path = directory.path(of: name)
         removeStaleTemporaries(for: name, in: directory)
         let temporary = "\(temporaryPrefix(for: name))\(getpid())-\(UInt32.random(in: .min ... .max))"
@@ -214,21 +217,22 @@ enum FileSystem {
             unlinkat(directory.descriptor, temporary, 0)
             throw .unwritable(path: path, reason: failure)
         }
-        _ = flushToDisk(directory.descriptor)
+        if flushingDirectory { _ = flushToDisk(directory.descriptor) }
     }
 
     /// Removes `name` from `directory` if it exists, and any temporary file a dead writer left
-    /// for it, and makes the removal durable.
+    /// for it, and makes the removal durable (unless `flushingDirectory` is `false`: a crash may
+    /// then bring the file back until the directory's next flush).
     ///
     /// Call it holding the lock that excludes every writer of `name` (the stores' locks do).
-    static func remove(_ name: String, in directory: TrustedDirectory) throws(StoreError) {
+    static func remove(_ name: String, in directory: TrustedDirectory, flushingDirectory: Bool = true) throws(StoreError) {
         let removedStale = removeStaleTemporaries(for: name, in: directory)
         if unlinkat(directory.descriptor, name, 0) != 0 {
             guard errno == ENOENT else { throw .unwritable(path: directory.path(of: name), reason: lastError()) }
-            if removedStale { _ = flushToDisk(directory.descriptor) }
+            if removedStale, flushingDirectory { _ = flushToDisk(directory.descriptor) }
             return
         }
-        _ = flushToDisk(directory.descriptor)
+        if flushingDirectory { _ = flushToDisk(directory.descriptor) }
     }
 
     /// Removes the temporary files of `name`. Returns whether it removed any.
