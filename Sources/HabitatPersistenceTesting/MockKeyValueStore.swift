@@ -129,6 +129,15 @@ public final class MockSecretStore: SecretStore, Sendable {
         recorder.failNext(count, with: error)
     }
 
+    /// Makes the next `count` writes and deletes throw `error` (and change nothing); reads go
+    /// through meanwhile: a Keychain that refuses to save, while the session can still be read.
+    /// - Parameters:
+    ///   - count: How many writes fail.
+    ///   - error: The error they throw.
+    public func failNextWrites(_ count: Int = 1, with error: StoreError = .unavailable(key: "MockSecretStore", reason: "a failure injected by the test")) {
+        recorder.failNext(count, with: error, writesOnly: true)
+    }
+
     /// Makes every operation throw `StoreError.unavailable(key:reason:)` (and change
     /// nothing) until it is called with `false`: a Keychain while the device is locked.
     /// - Parameters:
@@ -143,7 +152,7 @@ public final class MockSecretStore: SecretStore, Sendable {
     }
 
     public func setSecret(_ secret: Data?, forKey key: String) throws(StoreError) {
-        try recorder.perform(secret == nil ? .delete(key) : .write(key), key: key) { $0[key] = secret }
+        try recorder.perform(secret == nil ? .delete(key) : .write(key), key: key, writing: true) { $0[key] = secret }
     }
 }
 

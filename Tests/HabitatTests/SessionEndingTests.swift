@@ -41,6 +41,25 @@ import Darwin
         #expect(secrets.keys.isEmpty, "the launch finished the sign-out")
     }
 
+    /// A secret store that reads but refuses to write (`MockSecretStore.failNextWrites`): a
+    /// login's save reads what it needs, fails at its first write with the injected error, and
+    /// the stored session is the previous one, whole.
+    @Test func aLoginWhoseTokenCantBeWrittenFailsAndKeepsThePreviousSession() throws {
+        let secrets = MockSecretStore()
+        let sessions = try signedInStore(MockKeyValueStore(), secrets)
+        let refused = StoreError.unwritable(path: "keychain", reason: "the item can't be saved")
+        secrets.failNextWrites(with: refused)
+        let earlier = secrets.operations.count
+        let next = makeEnvironment().with(\.session, UserSession(user: .grace, token: AuthToken("grace-token")))
+        #expect(throws: SnapshotError.store(refused)) { try sessions.save(next) }
+        #expect(secrets.operations.dropFirst(earlier).first == .read(sessions.tokenKey), "reads went through")
+        let stored = try #require(try sessions.load())
+        #expect(stored.session?.user == .ada && stored.session?.token.secret == "ada-token", "the previous session, whole")
+        #expect(!secrets.contains("grace-token"), "no token of the failed login was left")
+        try sessions.save(next)
+        #expect(try sessions.load()?.session?.user == .grace, "one failure only: the next save goes through")
+    }
+
     @Test func anAutosavedLogoutWhoseSnapshotCantBeWrittenStillEndsTheSession() async throws {
         let store = MockKeyValueStore()
         let secrets = InMemorySecretStore()
