@@ -245,6 +245,42 @@ import Darwin
         #expect(try sessions().load()?.session == nil, "and no launch restores it")
     }
 
+    /// A refresh that waited for another stack's turn, while its own stack signed out, asks
+    /// nothing when its turn comes: the token belongs to a session that ended here.
+    @Test func aRefreshWaitingForItsTurnWhileItsStackSignsOutAsksNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let sessions = try sharedSessions(in: directory.url)
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
+        let (first, second) = (makeStack(), makeStack())
+        for stack in [first, second] {
+            stack.restoreAtLaunch(from: try sharedSessions(in: directory.url))
+            stack.enableAutosave(to: try sharedSessions(in: directory.url))
+        }
+        let (started, answer) = (Gate(), Gate())
+        let leader = Task {
+            await first.refreshSession { _ in
+                started.open()
+                await answer.wait()
+                return .notSent
+            }
+        }
+        await started.wait()
+        let asked = LockedBox(false)
+        let waiter = Task {
+            await second.refreshSession { _ in
+                asked.withLock { $0 = true }
+                return .refreshed(token: AuthToken("after the sign-out"))
+            }
+        }
+        try await Task.sleep(for: .milliseconds(200))   // the waiter waits for the lease
+        second.logout()
+        await second.flushAutosave()
+        answer.open()
+        #expect(await leader.value == .notSent)
+        #expect(await waiter.value == .superseded, "the session it was for ended while it waited")
+        #expect(!asked.withLock { $0 }, "the signed-out session's token was never sent")
+    }
+
     /// A lease beside the store that can't be trusted (its directory writable by others) can't
     /// keep another process from sending the same token: the refresh asks nothing.
     @Test func aLeaseThatCantBeTrustedRefusesTheRefresh() async throws {

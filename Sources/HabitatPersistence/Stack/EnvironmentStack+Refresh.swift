@@ -59,7 +59,9 @@ extension EnvironmentStack {
     /// then (a locked Keychain), it can't tell whether another spent the token: nothing is asked
     /// (``SessionRefreshOutcome/awaitingToken``: refresh again once the device is unlocked). When
     /// another saved the account's sign-out since this stack last looked, the stack takes it and
-    /// nothing is asked (``SessionRefreshOutcome/superseded``). The lease names the token it spends
+    /// nothing is asked (``SessionRefreshOutcome/superseded``); so too when this stack itself
+    /// moved on while it waited for its turn (it signed the account out, or took another token
+    /// for it). The lease names the token it spends
     /// (by a fingerprint, never the token), and is handed back only when the token wasn't sent
     /// or its successor is saved: a refresher that finds a lapsed lease naming its own token (its
     /// holder killed, suspended, or slower than the lease, or a session that ended) ends the
@@ -190,8 +192,12 @@ extension EnvironmentStack {
         }
         let sessions = shared ?? reader
         let answer: SessionRefresh<App.User>
-        switch leadStep(for: session, holdsToken: holdsToken, in: sessions, refreshesTokens: reader == nil) {
+        // NB: and the stack may have moved on while it waited for its turn (signed out, say):
+        // then it asks nothing (a signed-out session's token was sent, found by a test).
+        let holdsNow = current.session(named: name)?.token == session.token
+        switch leadStep(for: session, holdsToken: (holdsToken, holdsNow), in: sessions, refreshesTokens: reader == nil) {
         case .stale: return nil
+        case .movedOn: return .superseded
         case .waitForRotation: return .waitingForRotation
         case .waitForStore: return .awaitingToken
         case .takeStoredSignOut:
@@ -341,11 +347,11 @@ extension EnvironmentStack {
     /// answer, from what the shared store `sessions` (`nil`: none) holds now.
     private func leadStep(
         for session: UserSession<App.User>,
-        holdsToken: Bool,
+        holdsToken: (asked: Bool, now: Bool),
         in sessions: SessionStore<App>?,
         refreshesTokens: Bool
     ) -> SessionMachine<App>.LeadStep {
-        let stored = storedAccount(of: session, in: holdsToken ? sessions : nil)
+        let stored = storedAccount(of: session, in: holdsToken.asked && holdsToken.now ? sessions : nil)
         return SessionMachine<App>.leadStep(
             holdsToken: holdsToken,
             rotated: stored.rotated,

@@ -250,6 +250,9 @@ package enum SessionMachine<App: EnvironmentSchema> {
     package enum LeadStep {
         /// A refresh landed meanwhile: the token is used already; look again.
         case stale
+        /// The stack moved on while this one waited for its turn (signed the account out, or took
+        /// another token for it): answer `SessionRefreshOutcome.superseded`, asking nothing.
+        case movedOn
         /// Another process or stack saved the token that replaces this one: take it.
         case adopt(SessionRefresh<App.User>)
         /// Another process or stack saved the account's sign-out since this one last looked:
@@ -267,7 +270,8 @@ package enum SessionMachine<App: EnvironmentSchema> {
     }
 
     /// - Parameters:
-    ///   - holdsToken: Whether the stack still holds the token the flight is for.
+    ///   - holdsToken: Whether the stack still held the token the flight is for when its turn was
+    ///     asked for, and whether it does now that the turn came.
     ///   - rotated: The answer the store holds, when another saved a newer token.
     ///   - storeReadable: Whether the shared store could be read to tell (`true` when there is
     ///     none: nobody else spends this token).
@@ -275,13 +279,14 @@ package enum SessionMachine<App: EnvironmentSchema> {
     ///     since this stack last looked.
     ///   - refreshesTokens: Whether this process may call the server (not an extension).
     package static func leadStep(
-        holdsToken: Bool,
+        holdsToken: (asked: Bool, now: Bool),
         rotated: SessionRefresh<App.User>?,
         storeReadable: Bool,
         signedOutElsewhere: Bool,
         refreshesTokens: Bool
     ) -> LeadStep {
-        guard holdsToken else { return .stale }
+        guard holdsToken.asked else { return .stale }
+        guard holdsToken.now else { return .movedOn }
         if let rotated { return .adopt(rotated) }
         // NB: a token the store can't be read to check, or whose account another signed out,
         // may be one the other spent first (the session explorer found a stack that missed a
