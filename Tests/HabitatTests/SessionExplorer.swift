@@ -3,12 +3,14 @@
 // simulated key-value store, secret store and lock directory, and a simulated server that rotates
 // refresh tokens. The explorer drives the real engine (the machine, the save plan and its runner,
 // the refresh loop and its lease) through every sequence of a bounded set of events, breadth
-// first, up to a depth, merging paths that reach the same state, and checks six invariants after
+// first, up to a depth, merging paths that reach the same state, and checks seven invariants after
 // every step. Nothing here is a copy of the engine: only the stores and the server are simulated.
 //
 // A refresh in flight is a real call of `refreshSession`: the events that follow it in a path run
 // while its request is out (inside the refresh closure), until an `answer` event gives the
-// server's answer. One refresh is in flight at a time.
+// server's answer. One request is out at a time; while it is, the other process may start a
+// refresh of its own, which waits for its turn on the lease (`LeaseGate` holds it there) and runs
+// once the answer came.
 //
 // A state is replayed from the start for each of its successors (the engine's state can't be
 // copied), and identified by a canonical description: the stores' bytes, each stack's accounts
@@ -103,6 +105,7 @@ enum ExplorerInvariant: String, CaseIterable, CustomStringConvertible {
     case savesKept = "(d) a save whose flush returned is never lost"
     case followAgrees = "(e) stack and store agree once a follow settles"
     case relaunchWhole = "(f) a relaunch after a kill restores the last save or the one it was making, never a mix"
+    case noSendAfterSignOut = "(g) no token is sent once its session's sign-out was saved"
 
     var description: String { rawValue }
 }
@@ -121,6 +124,8 @@ enum ExplorerPlant: CaseIterable {
     case followerKnowsFirst
     /// A kill loses the secret store's writes of the save it interrupted (secrets not durable).
     case secretsLostInCrash
+    /// A stack forgets what it knew the store held before it refreshes.
+    case forgetsKnowledge
 
     /// The invariant the plant breaks.
     var breaks: ExplorerInvariant {
@@ -131,6 +136,7 @@ enum ExplorerPlant: CaseIterable {
         case .storeDropsSnapshot: .savesKept
         case .followerKnowsFirst: .followAgrees
         case .secretsLostInCrash: .relaunchWhole
+        case .forgetsKnowledge: .noSendAfterSignOut
         }
     }
 }
@@ -282,9 +288,49 @@ struct ExplorerServer {
     }
 }
 
+/// A process's pause between two looks at a refresh lease another holds: 10 ms, but for the
+/// waiting refresh the explorer runs (`ExplorerEvent.refresh` while another's request is out),
+/// which parks there until the explorer lets it look again, so that every run of a path
+/// interleaves the same way.
+final class LeaseGate: @unchecked Sendable {
+    // Safe: both properties are read and written only with `lock` held.
+    private let lock = NSLock()
+    private var controlled = false
+    private var parked: CheckedContinuation<Void, any Error>?
+
+    var isParked: Bool { lock.withLock { parked != nil } }
+
+    /// From now on, a pause parks until `release(cancel:)`.
+    func control() { lock.withLock { controlled = true } }
+
+    func pause() async throws {
+        guard lock.withLock({ controlled }) else { return try await Task.sleep(for: .milliseconds(10)) }
+        try await withCheckedThrowingContinuation { continuation in lock.withLock { parked = continuation } }
+    }
+
+    /// Lets the parked refresh look at the lease again, or (`cancel`) give up waiting.
+    func release(cancel: Bool) {
+        let parked: CheckedContinuation<Void, any Error>? = lock.withLock {
+            defer { self.parked = nil }
+            return self.parked
+        }
+        if cancel { parked?.resume(throwing: CancellationError()) } else { parked?.resume() }
+    }
+}
+
+/// A refresh waiting for its turn on the lease while another process's request is out.
+struct ExplorerWaiter {
+    var process: Int
+    var task: Task<Void, Never>
+    /// The tokens it sent (its answers are lost: the explorer's server counts them once it ends).
+    var sends: LockedBox<[String]>
+    var done: LockedBox<Bool>
+}
+
 /// One process: its stack and its handle on the stores.
 final class ExplorerProcess {
     let life = ProcessLife()
+    let gate = LeaseGate()
     let sessions: ExplorerStore
     let stack = EnvironmentStack(HabitatEnvironment<AccountsApp>(services: MemberServices(), now: { fixedDate }))
 
@@ -295,6 +341,8 @@ final class ExplorerProcess {
             lockFile: world.directory.appendingPathComponent("lock")
         )
         sessions.pairIDs = world.pairIDs
+        let gate = self.gate
+        sessions.lock = SessionLock(path: sessions.lockFile?.path, pause: { try await gate.pause() })
         self.sessions = sessions
         let stack = self.stack
         stack.restoreAtLaunch(from: sessions)
@@ -364,6 +412,8 @@ final class ExplorerWorld {
     var processes: [ExplorerProcess] = []
     /// The refresh in flight: its process and token.
     var inFlight: (process: Int, token: String)?
+    /// Another process's refresh, waiting for its turn while that one is out.
+    var waiter: ExplorerWaiter?
     var locked = false
     /// The sessions whose end was saved, by the token each signed in with: none may come back,
     /// under any token rotated from it.
@@ -405,6 +455,7 @@ final class ExplorerWorld {
         self.path = path[...]
         while let event = self.path.popFirst() { await apply(event) }
         end()
+        await finishWaiter(cancel: true)   // the path ended with it waiting: nothing after is checked
     }
 
     private func end() {
@@ -433,6 +484,7 @@ final class ExplorerWorld {
             if !locked, process.stack.autosave.lastFailure == nil, let stored = stored(), !stored.isAwaiting, process.accounts != stored {
                 violations.append((.followAgrees, "p\(p) holds \(process.accounts), the store \(stored)"))
             }
+        case .refresh(let p) where inFlight != nil: await startWaiter(p)
         case .refresh(let p): await refresh(p)
         case .answer: Issue.record("an answer with no refresh in flight")
         case .lock:
@@ -514,7 +566,9 @@ final class ExplorerWorld {
         guard process.stack.current.session != nil else { return }
         var held = process.accounts
         var failed = process.stack.autosave.lastFailure != nil
+        if plant == .forgetsKnowledge { process.stack.autosave.knowledge = nil }
         _ = try? await process.stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
+            checkSend(session.token.secret, by: p)
             inFlight = (p, session.token.secret)
             defer { inFlight = nil }
             while let event = path.popFirst() {
@@ -545,6 +599,70 @@ final class ExplorerWorld {
         }
         let now = processes[p].accounts
         if await settle(p, before: nil, intended: nil, saving: failed || now != held) { endSessions(held, leaving: now) }
+        await finishWaiter(cancel: false)
+    }
+
+    /// The promise checked when a token is sent (invariant (g)).
+    private func checkSend(_ token: String, by p: Int) {
+        if signedOut.contains(server.signIn(of: token)) {
+            violations.append((.noSendAfterSignOut, "p\(p) sent \(token), of a session whose sign-out was saved"))
+        }
+    }
+
+    /// Process `p` refreshes while another's request is out: its refresh runs until it waits for
+    /// its turn on the lease (or ends without one), and the path goes on.
+    private func startWaiter(_ p: Int) async {
+        let process = processes[p]
+        if plant == .forgetsKnowledge { process.stack.autosave.knowledge = nil }
+        process.gate.control()
+        let (stack, sends, done) = (process.stack, LockedBox<[String]>([]), LockedBox(false))
+        let task = Task {
+            _ = try? await stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
+                sends.withLock { $0.append(session.token.secret) }
+                throw URLError(.timedOut)
+            }
+            done.withLock { $0 = true }
+        }
+        waiter = ExplorerWaiter(process: p, task: task, sends: sends, done: done)
+        await waitForWaiter()
+        if done.withLock({ $0 }) { await finishWaiter(cancel: false) }
+    }
+
+    /// Waits until the waiting refresh is parked at the lease, or has ended.
+    private func waitForWaiter() async {
+        guard let waiter else { return }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !processes[waiter.process].gate.isParked, !waiter.done.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("p\(waiter.process)'s refresh neither waits nor ends")
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    /// Lets the waiting refresh take its turn (the request it waited on is answered), runs it to
+    /// its end, counts what it sent, and checks its saves; with `cancel`, it gives up instead.
+    private func finishWaiter(cancel: Bool) async {
+        guard let waiter else { return }
+        let p = waiter.process
+        let held = processes[p].accounts
+        let failed = processes[p].stack.autosave.lastFailure != nil
+        processes[p].gate.release(cancel: cancel)
+        await waitForWaiter()
+        if processes[p].gate.isParked {
+            Issue.record("p\(p)'s refresh waits again for a lease nobody should hold")
+            processes[p].gate.release(cancel: true)
+        }
+        await waiter.task.value
+        self.waiter = nil
+        guard !cancel else { return }
+        for token in waiter.sends.withLock({ $0 }) {
+            checkSend(token, by: p)
+            _ = server.refresh(AuthToken(token))
+        }
+        let now = processes[p].accounts
+        if await settle(p, before: nil, intended: nil, saving: failed || now != held) { endSessions(held, leaving: now) }
     }
 
     /// The invariants that hold in every state.
@@ -570,9 +688,15 @@ final class ExplorerWorld {
 
     /// The events that may come next.
     private func enabled() -> [ExplorerEvent] {
-        if inFlight != nil {
+        if let inFlight {
             var events = ExplorerAnswer.allCases.map(ExplorerEvent.answer)
             events += processes.indices.flatMap { p in basic(p) }
+            if waiter == nil {
+                for (p, process) in processes.enumerated() where p != inFlight.process && !process.life.isDead
+                    && process.stack.current.session.map({ $0.state != .awaitingToken }) == true {
+                    events.append(.refresh(p))
+                }
+            }
             events.append(locked ? .unlock : .lock)
             return events
         }
@@ -599,7 +723,7 @@ final class ExplorerWorld {
     /// checker will say, with tokens and pairing identifiers renamed in order of appearance.
     private func key() -> String {
         var lines: [String] = []
-        lines.append("locked \(locked), in flight \(inFlight.map { "p\($0.process) \($0.token)" } ?? "-")")
+        lines.append("locked \(locked), in flight \(inFlight.map { "p\($0.process) \($0.token)" } ?? "-"), waiting \(waiter.map { "p\($0.process)" } ?? "-")")
         lines.append("server " + server.current.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         lines.append("sent " + server.sent.keys.sorted().joined(separator: " "))
         lines.append("signed out " + signedOut.sorted().joined(separator: " "))

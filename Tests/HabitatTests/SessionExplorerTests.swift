@@ -63,6 +63,30 @@ import Testing
         #expect(world.processes[1].stack.current.session == nil, "p1 took the sign-out")
     }
 
+    /// Two refreshes of one account at once, in two processes: p1's waits for its turn while
+    /// p0's request is out, and sends nothing whatever p0's answer: it takes the rotation, finds
+    /// the token spent (a lost answer marks the lease), or, p0's request never having left, asks
+    /// once itself.
+    @Test(arguments: [("answer(ok)", 0), ("answer(dropped)", 0), ("answer(notSent)", 1)])
+    func aRefreshWaitingForAnotherProcesssSendsNothingTwice(answer: String, sendsOfItsOwn: Int) async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "p1.refresh", answer].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent.values.allSatisfy { $0 == 1 })
+        #expect(world.server.sent.count == (answer == "answer(notSent)" ? 0 : 1) + sendsOfItsOwn)
+    }
+
+    /// p1's refresh waits for its turn; p1 signs out meanwhile: when its turn comes, it asks
+    /// nothing (before the fix, it sent the ended session's token).
+    @Test func aWaitingRefreshWhoseStackSignedOutAsksNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "p1.refresh", "p1.logout", "answer(notSent)"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent.isEmpty, "nobody sent anything")
+    }
+
     /// A save's tidying isn't made durable at once: a kill before the next durable write undoes
     /// it (the model loses it), and the relaunch restores the refreshed token all the same.
     @Test func aKillUndoesARefreshsTidyingAndLosesNothing() async throws {
@@ -124,6 +148,7 @@ import Testing
                 }
             })
         case .adoptsCrossedTokens, .storeDropsSnapshot, .followerKnowsFirst: (3, { _ in true })
+        case .forgetsKnowledge: (4, SessionExplorerTests.scenarios[0].events)
         }
     }
 

@@ -43,8 +43,13 @@ package final class SessionLock: Sendable {
     /// later deadline was not written by Habitat, and holds nothing.
     let leaseDuration: TimeInterval
 
-    package init(path: String?, leaseDuration: Duration = .seconds(60)) {
+    /// Waits between two looks at a lease another holds: 10 ms. The session explorer's runs the
+    /// waiting refresh when the explorer says.
+    private let pause: @Sendable () async throws -> Void
+
+    package init(path: String?, leaseDuration: Duration = .seconds(60), pause: @escaping @Sendable () async throws -> Void = { try await Task.sleep(for: .milliseconds(10)) }) {
         self.path = path
+        self.pause = pause
         name = path.map { ($0 as NSString).lastPathComponent } ?? ""
         self.leaseDuration = Double(leaseDuration.components.seconds) + Double(leaseDuration.components.attoseconds) / 1e18
         var problem: StoreError?
@@ -124,7 +129,7 @@ package final class SessionLock: Sendable {
                 }
             }
             if let turn { return turn }
-            do { try await Task.sleep(for: .milliseconds(10)) } catch { return .refused(.unavailable(key: lease, reason: "cancelled while waiting for the lease")) }
+            do { try await pause() } catch { return .refused(.unavailable(key: lease, reason: "cancelled while waiting for the lease")) }
         }
     }
 

@@ -52,7 +52,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// `accountData(for:)`).
     public let accountDataStore: any KeyValueStore
     let migrations: [Int: SnapshotMigration]
-    let lock: SessionLock
+    /// The lock and the refresh leases (the session explorer gives its own a pause it controls).
+    var lock: SessionLock
     /// Makes each new token's pairing identifier: random, but for the session explorer's replays,
     /// which count, so that a replayed trace writes the same bytes.
     package var pairIDs: @Sendable () -> String = { UUID().uuidString }
