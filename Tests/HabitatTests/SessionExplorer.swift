@@ -321,6 +321,8 @@ final class LeaseGate: @unchecked Sendable {
 /// A refresh waiting for its turn on the lease while another process's request is out.
 struct ExplorerWaiter {
     var process: Int
+    /// Its process's gate (a relaunch makes a new process).
+    var gate: LeaseGate
     var task: Task<Void, Never>
     /// The tokens it sent (its answers are lost: the explorer's server counts them once it ends).
     var sends: LockedBox<[String]>
@@ -414,6 +416,8 @@ final class ExplorerWorld {
     var inFlight: (process: Int, token: String)?
     /// Another process's refresh, waiting for its turn while that one is out.
     var waiter: ExplorerWaiter?
+    /// The waiting refreshes of processes killed meanwhile, ending.
+    private var killedWaiters: [Task<Void, Never>] = []
     var locked = false
     /// The sessions whose end was saved, by the token each signed in with: none may come back,
     /// under any token rotated from it.
@@ -456,6 +460,7 @@ final class ExplorerWorld {
         while let event = self.path.popFirst() { await apply(event) }
         end()
         await finishWaiter(cancel: true)   // the path ended with it waiting: nothing after is checked
+        for task in killedWaiters { await task.value }
     }
 
     private func end() {
@@ -549,6 +554,12 @@ final class ExplorerWorld {
         if plant == .secretsLostInCrash {
             for (key, previous) in processes[p].life.writesToLose() { try? secrets.setSecret(previous, forKey: key) }
         }
+        // A refresh of the killed process waiting for its turn dies with it.
+        if let waiter, waiter.process == p {
+            waiter.gate.release(cancel: true)
+            killedWaiters.append(waiter.task)
+            self.waiter = nil
+        }
         // The killed process's tidying writes that no durable write flushed are lost.
         for (key, previous) in unflushed.lost(by: processes[p].life) { try? secrets.setSecret(previous, forKey: key) }
         let process = ExplorerProcess(self)
@@ -623,7 +634,7 @@ final class ExplorerWorld {
             }
             done.withLock { $0 = true }
         }
-        waiter = ExplorerWaiter(process: p, task: task, sends: sends, done: done)
+        waiter = ExplorerWaiter(process: p, gate: process.gate, task: task, sends: sends, done: done)
         await waitForWaiter()
         if done.withLock({ $0 }) { await finishWaiter(cancel: false) }
     }
@@ -632,7 +643,7 @@ final class ExplorerWorld {
     private func waitForWaiter() async {
         guard let waiter else { return }
         let deadline = ContinuousClock.now + .seconds(60)
-        while !processes[waiter.process].gate.isParked, !waiter.done.withLock({ $0 }) {
+        while !waiter.gate.isParked, !waiter.done.withLock({ $0 }) {
             guard ContinuousClock.now < deadline else {
                 Issue.record("p\(waiter.process)'s refresh neither waits nor ends")
                 return
@@ -648,11 +659,11 @@ final class ExplorerWorld {
         let p = waiter.process
         let held = processes[p].accounts
         let failed = processes[p].stack.autosave.lastFailure != nil
-        processes[p].gate.release(cancel: cancel)
+        waiter.gate.release(cancel: cancel)
         await waitForWaiter()
-        if processes[p].gate.isParked {
+        if waiter.gate.isParked {
             Issue.record("p\(p)'s refresh waits again for a lease nobody should hold")
-            processes[p].gate.release(cancel: true)
+            waiter.gate.release(cancel: true)
         }
         await waiter.task.value
         self.waiter = nil
@@ -697,6 +708,8 @@ final class ExplorerWorld {
                     events.append(.refresh(p))
                 }
             }
+            // A kill while the request is out: it dies at its next write (the answer's save, say).
+            if processes[0].life.armed == nil, !processes[0].life.isDead { events += (0...3).map { .kill(0, afterWrites: $0) } }
             events.append(locked ? .unlock : .lock)
             return events
         }

@@ -27,6 +27,12 @@ import Testing
             default: false
             }
         }),
+        ("a kill while a request is out", { event in
+            switch event {
+            case .login(0), .follow(1), .refresh, .answer(.ok), .answer(.dropped), .kill(0, afterWrites: 0), .kill(0, afterWrites: 1), .kill(0, afterWrites: 2): true
+            default: false
+            }
+        }),
     ]
 
     /// How deep the scenarios are explored: 6, or `HABITAT_EXPLORER_DEPTH` (CI's thread-sanitizer
@@ -34,7 +40,7 @@ import Testing
     /// that would slow the rest of the suite past its time limits).
     static let depth = ProcessInfo.processInfo.environment["HABITAT_EXPLORER_DEPTH"].flatMap { Int($0) } ?? 6
 
-    @Test(arguments: 0..<3) func everyPathUpToTheDepthKeepsEveryInvariant(scenario: Int) async throws {
+    @Test(arguments: 0..<4) func everyPathUpToTheDepthKeepsEveryInvariant(scenario: Int) async throws {
         let started = ContinuousClock.now
         let report = try await onBlockingThreads { try await SessionExplorer(depth: Self.depth, events: Self.scenarios[scenario].events).explore() }
         print("session explorer, \(Self.scenarios[scenario].name): \(report.states) states, \(report.runs) runs, depth \(report.depthReached), \(ContinuousClock.now - started)")
