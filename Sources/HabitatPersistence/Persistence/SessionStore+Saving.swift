@@ -227,17 +227,12 @@ extension SessionStore {
         // data couldn't be purged is purged by the next save, or judged by the next load.
         let during = TokenRecord.index(naming: Set(listed.keys).union(pairs.keys))
         if during != stored.index {
-            steps.append(SaveStep(
-                action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, flush: .index,
-                undo: fresh.isEmpty ? nil : .some(stored.indexData)
-            ))
+            let undo: Data?? = fresh.isEmpty ? nil : .some(stored.indexData)
+            steps.append(SaveStep(action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, flush: .index, undo: undo))
         }
         steps += purged.map { SaveStep(action: .purgeData(account: $0), onFailure: .abort, flush: .signOut) }
-        steps += fresh.map {
-            SaveStep(
-                action: .setSecret(key: tokenKey(forAccount: $0.name), $0.item.encoded()), onFailure: .undoAndAbort, flush: .tokenBeforeSnapshot,
-                undo: .some(stored.items[$0.name] ?? nil)
-            )
+        steps += fresh.map { name, item in
+            SaveStep(action: .setSecret(key: tokenKey(forAccount: name), item.encoded()), onFailure: .undoAndAbort, flush: .tokenBeforeSnapshot, undo: .some(stored.items[name] ?? nil))
         }
         var others = pairs
         if let activeName { others[activeName] = nil }
