@@ -43,8 +43,8 @@ package final class SessionLock: Sendable {
     /// later deadline was not written by Habitat, and holds nothing.
     let leaseDuration: TimeInterval
 
-    /// Waits between two looks at a lease another holds: 10 ms. The session explorer's runs the
-    /// waiting refresh when the explorer says.
+    /// Waits between two looks at a lease another holds: 10 ms by default. The session
+    /// explorer's parks the waiting refresh until the explorer lets it look again.
     private let pause: @Sendable () async throws -> Void
 
     package init(path: String?, leaseDuration: Duration = .seconds(60), pause: @escaping @Sendable () async throws -> Void = { try await Task.sleep(for: .milliseconds(10)) }) {
