@@ -195,7 +195,10 @@ extension EnvironmentStack {
         // NB: and the stack may have moved on while it waited for its turn (signed out, say):
         // then it asks nothing (a signed-out session's token was sent, found by a test).
         let holdsNow = current.session(named: name)?.token == session.token
-        switch leadStep(for: session, holdsToken: (holdsToken, holdsNow), in: sessions, refreshesTokens: reader == nil) {
+        let step = SessionMachine<App>.leadStep(
+            holdsToken: (holdsToken, holdsNow), stored: storedAccount(of: session, in: sessions), refreshesTokens: reader == nil
+        )
+        switch step {
         case .stale: return nil
         case .movedOn: return .superseded
         case .waitForRotation: return .waitingForRotation
@@ -240,12 +243,10 @@ extension EnvironmentStack {
         at site: (fileID: StaticString, line: UInt)
     ) async -> (outcome: SessionRefreshOutcome, landing: SessionRefresh<App.User>, release: Bool) {
         let sessions = shared ?? autosaveStore()
-        // NB: one of the two store questions is asked, by the answer's kind: one load.
         let step = SessionMachine<App>.answerStep(
             answer,
             leaseLapsed: { if case .held(let lease) = turn { shared?.lock.holds(lease) != true } else { false } }(),
-            signedOutElsewhere: storedAccount(of: session, in: sessions).signedOut,
-            rotated: storedAccount(of: session, in: sessions).rotated
+            stored: storedAccount(of: session, in: sessions)
         )
         switch step {
         case .endUnconfirmed(let reason):
@@ -341,24 +342,6 @@ extension EnvironmentStack {
         guard let sessions else { return .unshared }
         await autosave.flush()
         return await sessions.lock.beginRefresh(for: name, token: SessionLock.fingerprint(of: token))
-    }
-
-    /// What the leader of a refresh of `session` does, once its turn came: the machine's
-    /// answer, from what the shared store `sessions` (`nil`: none) holds now.
-    private func leadStep(
-        for session: UserSession<App.User>,
-        holdsToken: (asked: Bool, now: Bool),
-        in sessions: SessionStore<App>?,
-        refreshesTokens: Bool
-    ) -> SessionMachine<App>.LeadStep {
-        let stored = storedAccount(of: session, in: holdsToken.asked && holdsToken.now ? sessions : nil)
-        return SessionMachine<App>.leadStep(
-            holdsToken: holdsToken,
-            rotated: stored.rotated,
-            storeReadable: stored.readable,
-            signedOutElsewhere: stored.signedOut,
-            refreshesTokens: refreshesTokens
-        )
     }
 
     /// What `sessions` (`nil`: none shared) holds of `session`'s account now, in one load: the

@@ -250,15 +250,6 @@ extension SessionMachine {
         error is CancellationError ? nil : error as? E
     }
 
-    /// What the shared store holds of a refreshing account: the token another process or stack
-    /// saved in place of the one refreshed (as a refresh's answer), whether the store could be
-    /// read to tell, and whether the account is signed out there since this stack knew it.
-    struct StoredAccount {
-        var rotated: SessionRefresh<App.User>?
-        var readable = true
-        var signedOut = false
-    }
-
     /// What a load of the shared store (`loaded`: `nil` when none is shared, a failure when it
     /// can't be read now) says of `session`'s account, which this stack knew the store held as
     /// `known`. An account whose token can't be read yet is unreadable (another may have rotated
@@ -287,24 +278,22 @@ extension SessionMachine {
     /// - Parameters:
     ///   - answer: The server's answer.
     ///   - leaseLapsed: Whether the lease the refresh held lapsed while the server answered.
-    ///   - signedOutElsewhere: Whether the store holds the account's sign-out since.
-    ///   - rotated: The token the store holds, when another rotated it or signed the account in
-    ///     again meanwhile.
+    ///   - stored: What the shared store holds of the account now (read only when the answer
+    ///     needs it: its sign-out since, or a token another rotated or signed in meanwhile).
     static func answerStep(
         _ answer: SessionRefresh<App.User>,
         leaseLapsed: @autoclosure () -> Bool,
-        signedOutElsewhere: @autoclosure () -> Bool,
-        rotated: @autoclosure () -> SessionRefresh<App.User>?
+        stored: @autoclosure () -> StoredAccount
     ) -> AnswerStep {
         switch answer {
         case .refreshed:
             // NB: an answer that comes after another process signed the account out would undo
             // that sign-out (found by the session explorer).
             if leaseLapsed() { return .endUnconfirmed(.leaseLapsed) }
-            return signedOutElsewhere() ? .takeStoredSignOut : .apply(answer)
+            return stored().signedOut ? .takeStoredSignOut : .apply(answer)
         // A session the server ended because another process rotated its token or signed the
         // account in again meanwhile goes on with the store's token.
-        case .ended: return .apply(rotated() ?? answer)
+        case .ended: return .apply(stored().rotated ?? answer)
         case .notSent: return .apply(answer)
         }
     }

@@ -269,30 +269,38 @@ package enum SessionMachine<App: EnvironmentSchema> {
         case ask
     }
 
+    /// What the shared store holds of a refreshing account, read when the refresh's turn came or
+    /// its answer arrived.
+    package struct StoredAccount {
+        /// The token another process or stack saved in place of the one refreshed (it rotated
+        /// it, or signed the account in again), as a refresh's answer.
+        package var rotated: SessionRefresh<App.User>?
+        /// Whether the store could be read to tell (`true` when none is shared: nobody else
+        /// spends this token).
+        package var readable = true
+        /// Whether another saved the account's sign-out since this stack last looked.
+        package var signedOut = false
+
+        package init(rotated: SessionRefresh<App.User>? = nil, readable: Bool = true, signedOut: Bool = false) {
+            (self.rotated, self.readable, self.signedOut) = (rotated, readable, signedOut)
+        }
+    }
+
     /// - Parameters:
     ///   - holdsToken: Whether the stack still held the token the flight is for when its turn was
     ///     asked for, and whether it does now that the turn came.
-    ///   - rotated: The answer the store holds, when another saved a newer token.
-    ///   - storeReadable: Whether the shared store could be read to tell (`true` when there is
-    ///     none: nobody else spends this token).
-    ///   - signedOutElsewhere: Whether the store holds the account's sign-out, saved by another
-    ///     since this stack last looked.
+    ///   - stored: What the shared store holds of the account now.
     ///   - refreshesTokens: Whether this process may call the server (not an extension).
-    package static func leadStep(
-        holdsToken: (asked: Bool, now: Bool),
-        rotated: SessionRefresh<App.User>?,
-        storeReadable: Bool,
-        signedOutElsewhere: Bool,
-        refreshesTokens: Bool
-    ) -> LeadStep {
+    package static func leadStep(holdsToken: (asked: Bool, now: Bool), stored: @autoclosure () -> StoredAccount, refreshesTokens: Bool) -> LeadStep {
         guard holdsToken.asked else { return .stale }
         guard holdsToken.now else { return .movedOn }
-        if let rotated { return .adopt(rotated) }
+        let stored = stored()
+        if let rotated = stored.rotated { return .adopt(rotated) }
         // NB: a token the store can't be read to check, or whose account another signed out,
         // may be one the other spent first (the session explorer found a stack that missed a
         // rotation sending the spent token again, while locked or after the other's sign-out).
-        guard storeReadable else { return .waitForStore }
-        if signedOutElsewhere { return .takeStoredSignOut }
+        guard stored.readable else { return .waitForStore }
+        if stored.signedOut { return .takeStoredSignOut }
         return refreshesTokens ? .ask : .waitForRotation
     }
 
