@@ -40,9 +40,26 @@ public final class MemorySessionBackend: SessionBackend {
     }
 
     private let state = LockedBox(State())
-    private let clock = ContinuousClock()
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    public init() {}
+    public init() {
+        now = { ContinuousClock.now }
+    }
+
+    /// A backend on a clock of the caller's: the refresh explorer's (the add-on's tests), whose
+    /// time moves only when it says, so a lease lapses at a chosen step of a run.
+    package init(now: @escaping @Sendable () -> ContinuousClock.Instant) {
+        self.now = now
+    }
+
+    /// Each lease's holder, and whether its deadline passed (it lapsed without being released):
+    /// what the refresh explorer checks its invariants against.
+    package var leases: [String: (holder: String, lapsed: Bool)] {
+        state.withLock { state in
+            let now = now()
+            return state.leases.mapValues { ($0.holder, $0.deadline <= now) }
+        }
+    }
 
     private func withState<R>(_ body: (inout State, ContinuousClock.Instant) throws(SessionBackendError) -> R) throws(SessionBackendError) -> R {
         var told: [SessionChange] = []
@@ -54,7 +71,7 @@ public final class MemorySessionBackend: SessionBackend {
                 state.told.removeAll()
                 if !told.isEmpty { followers = Array(state.followers.values) }
             }
-            return try body(&state, clock.now)
+            return try body(&state, now())
         }
     }
 

@@ -49,6 +49,10 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
     /// How long a session lives after its creation, however often it is written; `nil` for no
     /// limit beyond ``lifetime``.
     public let absoluteLifetime: Duration?
+    /// How a caller waits before it looks again (a lease another holds, a write another made
+    /// first): a sleep. The refresh explorer (the add-on's tests) looks again at once, as the
+    /// steps it schedules are what orders the callers.
+    package var pause: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
     /// - Parameters:
     ///   - backend: Where the sessions are kept: ``MemorySessionBackend``, or
@@ -130,7 +134,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         fencedBy claim: LeaseClaim?,
         _ change: (inout Value) -> Void
     ) async throws(SessionBackendError) -> ServerSession<Value> {
-        var pause = Duration.milliseconds(1)
+        var backoff = Duration.milliseconds(1)
         for _ in 0..<max(1, maxAttempts) {
             guard var session = try await get(id) else { throw .sessionGone(id: id) }
             change(&session.value)
@@ -141,8 +145,8 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
             } catch .versionConflict {
                 // Another write came first: wait a random part of a growing pause, so the
                 // writers that met spread out, and try again on what it left.
-                try? await Task.sleep(for: pause * Double.random(in: 0...1))
-                pause = min(pause * 2, .milliseconds(50))
+                try? await pause(backoff * Double.random(in: 0...1))
+                backoff = min(backoff * 2, .milliseconds(50))
             }
         }
         throw .tooMuchContention(id: id, attempts: max(1, maxAttempts))
@@ -257,7 +261,7 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
         let deadline = min(deadline ?? lease / 2, lease * 0.9)
         let waitLimit = waitLimit ?? lease * 2
         let started = ContinuousClock.now
-        var pause = Duration.milliseconds(5)
+        var backoff = Duration.milliseconds(5)
         while true {
             guard let session = try await get(id) else { throw SessionBackendError.sessionGone(id: id) }
             guard needsRefresh(session.value) else { return session }
@@ -281,8 +285,8 @@ public struct ServerSessions<Value: Codable & Sendable>: Sendable {
                 // Another caller holds the lease: it is refreshing, or it crashed and its lease
                 // will lapse. Read again after a pause.
                 guard ContinuousClock.now - started < waitLimit else { throw SessionBackendError.refreshWaitTimedOut(id: id, after: waitLimit) }
-                try await Task.sleep(for: pause)
-                pause = min(pause * 2, .milliseconds(100))
+                try await pause(backoff)
+                backoff = min(backoff * 2, .milliseconds(100))
             }
         }
     }
