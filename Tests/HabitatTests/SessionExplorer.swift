@@ -10,7 +10,9 @@
 // while its request is out (inside the refresh closure), until an `answer` event gives the
 // server's answer. One request is out at a time; while it is, the other process may start a
 // refresh of its own, which waits for its turn on the lease (`LeaseGate` holds it there) and runs
-// once the answer came.
+// once the answer came. And a second refresh on a stack whose refresh is out or waiting joins
+// that flight, and waits for its answer (so two refreshes wait at once: one at the lease, one on
+// a flight).
 //
 // A state is replayed from the start for each of its successors (the engine's state can't be
 // copied), and identified by a canonical description: the stores' bytes, each stack's accounts
@@ -324,6 +326,8 @@ struct ExplorerWaiter {
     /// Its process's gate (a relaunch makes a new process).
     var gate: LeaseGate
     var task: Task<Void, Never>
+    /// The token it refreshes.
+    var token: String?
     /// The tokens it sent (its answers are lost: the explorer's server counts them once it ends).
     var sends: LockedBox<[String]>
     var done: LockedBox<Bool>
@@ -416,6 +420,8 @@ final class ExplorerWorld {
     var inFlight: (process: Int, token: String)?
     /// Another process's refresh, waiting for its turn while that one is out.
     var waiter: ExplorerWaiter?
+    /// A second refresh on the stack of the refresh in flight or waiting: it joined that flight.
+    var joiner: ExplorerWaiter?
     /// The waiting refreshes of processes killed meanwhile, ending.
     private var killedWaiters: [Task<Void, Never>] = []
     var locked = false
@@ -460,6 +466,7 @@ final class ExplorerWorld {
         while let event = self.path.popFirst() { await apply(event) }
         end()
         await finishWaiter(cancel: true)   // the path ended with it waiting: nothing after is checked
+        await finishJoiner(cancel: true)
         for task in killedWaiters { await task.value }
     }
 
@@ -489,6 +496,7 @@ final class ExplorerWorld {
             if !locked, process.stack.autosave.lastFailure == nil, let stored = stored(), !stored.isAwaiting, process.accounts != stored {
                 violations.append((.followAgrees, "p\(p) holds \(process.accounts), the store \(stored)"))
             }
+        case .refresh(let p) where inFlight?.process == p || waiter?.process == p: await startJoiner(p)   // see enabled()
         case .refresh(let p) where inFlight != nil: await startWaiter(p)
         case .refresh(let p): await refresh(p)
         case .answer: Issue.record("an answer with no refresh in flight")
@@ -602,6 +610,8 @@ final class ExplorerWorld {
             end()
             return .notSent
         }
+        // The flight landed: a refresh that joined it takes its answer now, before anything else.
+        if joiner?.process == p { await finishJoiner(cancel: ending != nil) }
         guard ending == nil else { return }
         if plant == .leaseMarksLost {
             for file in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [] where file.contains(".refresh") {
@@ -634,9 +644,57 @@ final class ExplorerWorld {
             }
             done.withLock { $0 = true }
         }
-        waiter = ExplorerWaiter(process: p, gate: process.gate, task: task, sends: sends, done: done)
+        waiter = ExplorerWaiter(process: p, gate: process.gate, task: task, token: stack.current.session?.token.secret, sends: sends, done: done)
         await waitForWaiter()
         if done.withLock({ $0 }) { await finishWaiter(cancel: false) }
+    }
+
+    /// Process `p` refreshes again while its refresh is out or waiting: the new refresh runs until
+    /// it joins that flight (or ends without joining), and the path goes on.
+    private func startJoiner(_ p: Int) async {
+        let process = processes[p]
+        guard let token = process.stack.current.session?.token.secret else { return }
+        let (stack, sends, done) = (process.stack, LockedBox<[String]>([]), LockedBox(false))
+        let task = Task {
+            _ = try? await stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
+                sends.withLock { $0.append(session.token.secret) }
+                throw URLError(.timedOut)
+            }
+            done.withLock { $0 = true }
+        }
+        let joiner = ExplorerWaiter(process: p, gate: process.gate, task: task, token: token, sends: sends, done: done)
+        self.joiner = joiner
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (stack.refreshes.waiterCount(token: token) ?? 0) == 0, !done.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("p\(p)'s second refresh neither joins nor ends")
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        if done.withLock({ $0 }) { await finishJoiner(cancel: false) }
+    }
+
+    /// Waits for the joined refresh to take its flight's answer (with `cancel`, a turn on the
+    /// lease it waits for is given up), and counts what it sent, if it led a flight of its own.
+    private func finishJoiner(cancel: Bool) async {
+        guard let joiner else { return }
+        self.joiner = nil
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !joiner.done.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("p\(joiner.process)'s second refresh never ends")
+                return
+            }
+            if joiner.gate.isParked { joiner.gate.release(cancel: cancel) }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        await joiner.task.value
+        guard !cancel else { return }
+        for token in joiner.sends.withLock({ $0 }) {
+            checkSend(token, by: joiner.process)
+            _ = server.refresh(AuthToken(token))
+        }
     }
 
     /// Waits until the waiting refresh is parked at the lease, or has ended.
@@ -667,6 +725,7 @@ final class ExplorerWorld {
         }
         await waiter.task.value
         self.waiter = nil
+        if joiner?.process == p { await finishJoiner(cancel: cancel) }
         guard !cancel else { return }
         for token in waiter.sends.withLock({ $0 }) {
             checkSend(token, by: p)
@@ -708,8 +767,18 @@ final class ExplorerWorld {
                     events.append(.refresh(p))
                 }
             }
+            // A second refresh on the stack whose refresh is out, or waits, of the same token: it
+            // joins that flight. NB: not with a kill armed, nor a kill once it joined: a killed
+            // process's joined refresh would go on taking leases in the shared directory.
+            if joiner == nil, processes[0].life.armed == nil {
+                let flights: [(process: Int, token: String?)] = [(inFlight.process, inFlight.token)] + (waiter.map { [($0.process, $0.token)] } ?? [])
+                for (p, token) in flights
+                where !processes[p].life.isDead && processes[p].stack.current.session.map({ $0.state != .awaitingToken && $0.token.secret == token }) == true {
+                    events.append(.refresh(p))
+                }
+            }
             // A kill while the request is out: it dies at its next write (the answer's save, say).
-            if processes[0].life.armed == nil, !processes[0].life.isDead { events += (0...3).map { .kill(0, afterWrites: $0) } }
+            if joiner == nil, processes[0].life.armed == nil, !processes[0].life.isDead { events += (0...3).map { .kill(0, afterWrites: $0) } }
             events.append(locked ? .unlock : .lock)
             return events
         }
@@ -736,7 +805,7 @@ final class ExplorerWorld {
     /// checker will say, with tokens and pairing identifiers renamed in order of appearance.
     private func key() -> String {
         var lines: [String] = []
-        lines.append("locked \(locked), in flight \(inFlight.map { "p\($0.process) \($0.token)" } ?? "-"), waiting \(waiter.map { "p\($0.process)" } ?? "-")")
+        lines.append("locked \(locked), in flight \(inFlight.map { "p\($0.process) \($0.token)" } ?? "-"), waiting \(waiter.map { "p\($0.process)" } ?? "-"), joining \(joiner.map { "p\($0.process)" } ?? "-")")
         lines.append("server " + server.current.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         lines.append("sent " + server.sent.keys.sorted().joined(separator: " "))
         lines.append("signed out " + signedOut.sorted().joined(separator: " "))

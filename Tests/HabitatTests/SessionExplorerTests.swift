@@ -93,6 +93,31 @@ import Testing
         #expect(world.server.sent.isEmpty, "nobody sent anything")
     }
 
+    /// Two refreshes wait at once: p1's at the lease while p0's request is out, and a second
+    /// of p1's on p1's flight. When the answer comes, p1's turn finds the rotation p0 saved and
+    /// takes it; the second takes what the first landed. One token was sent, once.
+    @Test func twoRefreshesWaitingAtOnceSendNothingMore() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p1.follow", "p0.refresh", "p1.refresh", "p1.refresh", "answer(ok)"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent == ["ada#1": 1], "only p0's request went out")
+        for process in world.processes {
+            #expect(process.stack.current.session?.token.secret == world.server.current["ada"], "every stack holds the rotated token")
+        }
+    }
+
+    /// A second refresh on the stack whose request is out joins it and takes its answer: the
+    /// server hears one request.
+    @Test func aRefreshJoiningOneInFlightSendsNothing() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p0.refresh", "p0.refresh", "answer(dropped)"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.server.sent == ["ada#1": 1])
+        #expect(world.processes[0].stack.current.session == nil, "the lost answer ended the session, for both callers")
+    }
+
     /// A save's tidying isn't made durable at once: a kill before the next durable write undoes
     /// it (the model loses it), and the relaunch restores the refreshed token all the same.
     @Test func aKillUndoesARefreshsTidyingAndLosesNothing() async throws {
