@@ -636,17 +636,9 @@ final class ExplorerWorld {
         let process = processes[p]
         if plant == .forgetsKnowledge { process.stack.autosave.knowledge = nil }
         process.gate.control()
-        let (stack, sends, done) = (process.stack, LockedBox<[String]>([]), LockedBox(false))
-        let task = Task {
-            _ = try? await stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
-                sends.withLock { $0.append(session.token.secret) }
-                throw URLError(.timedOut)
-            }
-            done.withLock { $0 = true }
-        }
-        waiter = ExplorerWaiter(process: p, gate: process.gate, task: task, token: stack.current.session?.token.secret, sends: sends, done: done)
+        waiter = Self.refreshInBackground(process, p)
         await waitForWaiter()
-        if done.withLock({ $0 }) { await finishWaiter(cancel: false) }
+        if waiter?.done.withLock({ $0 }) == true { await finishWaiter(cancel: false) }
     }
 
     /// Process `p` refreshes again while its refresh is out or waiting: the new refresh runs until
@@ -654,6 +646,22 @@ final class ExplorerWorld {
     private func startJoiner(_ p: Int) async {
         let process = processes[p]
         guard let token = process.stack.current.session?.token.secret else { return }
+        let (stack, joiner) = (process.stack, Self.refreshInBackground(process, p))
+        self.joiner = joiner
+        let deadline = ContinuousClock.now + .seconds(60)
+        while (stack.refreshes.waiterCount(token: token) ?? 0) == 0, !joiner.done.withLock({ $0 }) {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("p\(p)'s second refresh neither joins nor ends")
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        if joiner.done.withLock({ $0 }) { await finishJoiner(cancel: false) }
+    }
+
+    /// A refresh of process `p`'s active account, in a task of its own: its request is lost (the
+    /// server counts what it sent once it ends).
+    private static func refreshInBackground(_ process: ExplorerProcess, _ p: Int) -> ExplorerWaiter {
         let (stack, sends, done) = (process.stack, LockedBox<[String]>([]), LockedBox(false))
         let task = Task {
             _ = try? await stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
@@ -662,17 +670,7 @@ final class ExplorerWorld {
             }
             done.withLock { $0 = true }
         }
-        let joiner = ExplorerWaiter(process: p, gate: process.gate, task: task, token: token, sends: sends, done: done)
-        self.joiner = joiner
-        let deadline = ContinuousClock.now + .seconds(60)
-        while (stack.refreshes.waiterCount(token: token) ?? 0) == 0, !done.withLock({ $0 }) {
-            guard ContinuousClock.now < deadline else {
-                Issue.record("p\(p)'s second refresh neither joins nor ends")
-                return
-            }
-            try? await Task.sleep(for: .milliseconds(1))
-        }
-        if done.withLock({ $0 }) { await finishJoiner(cancel: false) }
+        return ExplorerWaiter(process: p, gate: process.gate, task: task, token: stack.current.session?.token.secret, sends: sends, done: done)
     }
 
     /// Waits for the joined refresh to take its flight's answer (with `cancel`, a turn on the
