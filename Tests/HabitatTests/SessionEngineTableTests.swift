@@ -70,6 +70,18 @@ import Testing
             + events.map { event in "| \(event.name) | " + states.map { cell($0.session, event.event) }.joined(separator: " | ") + " |" }
     }
 
+    /// A sign-in in a window whose follower took the new account first, as another one, before
+    /// the window's own call showed it: still the window's sign-in, not a switch (a race seen
+    /// under the thread sanitizer: `WindowEnvironmentTests/aSignInInAWindow…`). A switch the app
+    /// makes stays a switch.
+    @Test func aWindowsSignInIsALoginEvenWhenItsFollowerTookTheAccountFirst() {
+        var window = HabitatEnvironment<AccountsApp>(services: MemberServices(), session: Self.grace)
+        let alan = Session(user: .alan, token: AuthToken("alan#3"), state: .authenticated)
+        window.otherAccounts = [alan]
+        #expect(Machine.publishes(.followed(alan, others: [Self.grace], config: NoConfig(), cause: .login), in: window) == .login)
+        #expect(Machine.publishes(.followed(alan, others: [Self.grace], config: NoConfig(), cause: .accountSwitched), in: window) == .accountSwitched)
+    }
+
     @Test func theArticlesTableIsWhatTheMachineDoes() throws {
         let article = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Sources/Habitat/Habitat.docc/Articles/SessionEngine.md").standardized

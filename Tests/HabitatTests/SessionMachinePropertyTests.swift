@@ -140,7 +140,7 @@ import Testing
                 } else if let new = shown, active == nil || !all.contains(where: { $0.user.id == new.user.id }) {
                     kind = .login
                 } else if let old = active, let new = shown, old.user.id != new.user.id {
-                    kind = .accountSwitched
+                    kind = cause == .login ? .login : .accountSwitched
                 } else if let old = active, let new = shown, old.state == .awaitingToken, new.state != .awaitingToken {
                     kind = .restore
                 } else if let old = active, let new = shown, old.token != new.token {

@@ -117,7 +117,7 @@ package enum SessionMachine<App: EnvironmentSchema> {
     /// account's end, or every account's while none is active, is
     /// ``EnvironmentChangeKind/accountSignedOut``), and for a window's stack
     /// (`followed`) what moved for it: its account signed out, signed in (an account it didn't
-    /// hold), switched, its token
+    /// hold, or any when a sign-in caused it), switched, its token
     /// rotated or read, another account signed out, a user's data, the configuration, or else
     /// ``EnvironmentChangeKind/storeChanged`` (an account signed in elsewhere).
     @usableFromInline
@@ -134,7 +134,9 @@ package enum SessionMachine<App: EnvironmentSchema> {
             case (_?, nil): .logout
             case (nil, _?): .login
             case (_?, let new?) where environment.position(named: App.accountID(of: new.user)) == nil: .login
-            case (let old?, let new?) where App.accountID(of: old.user) != App.accountID(of: new.user): .accountSwitched
+            // NB: a sign-in in the window (`cause` `.login`) whose new account its follower took
+            // first, as another account, is still the window's sign-in (seen under load in CI).
+            case (let old?, let new?) where App.accountID(of: old.user) != App.accountID(of: new.user): cause == .login ? .login : .accountSwitched
             case (let old?, let new?) where old.state == .awaitingToken && new.state != .awaitingToken: .restore
             case (let old?, let new?) where old.token != new.token: .refresh
             case _ where others.count < environment.otherSessions.count: .accountSignedOut
