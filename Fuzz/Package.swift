@@ -4,7 +4,7 @@
 // target has no `main` and is built with the fuzzer sanitizer, which the library's own build
 // never uses.
 //
-//     bash Fuzz/run.sh [SECONDS]      # build, then fuzz the store document reader
+//     bash Fuzz/run.sh [SECONDS]      # build, then fuzz the store document reader and the session store
 
 import Foundation
 import PackageDescription
@@ -23,6 +23,12 @@ let package = Package(
             name: "fuzz-store-document",
             dependencies: ["FuzzMain", .product(name: "Habitat", package: habitat), .product(name: "HabitatPersistence", package: habitat)],
             path: "FuzzStoreDocument",
+            swiftSettings: [.unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
+            name: "fuzz-session-store",
+            dependencies: ["FuzzMain", .product(name: "Habitat", package: habitat), .product(name: "HabitatPersistence", package: habitat)],
+            path: "FuzzSessionStore",
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),
     ],
