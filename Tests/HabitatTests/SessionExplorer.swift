@@ -545,7 +545,7 @@ final class ExplorerWorld {
         await process.stack.flushAutosave()
         if process.life.isDead {
             guard inFlight?.process != p else { return false }   // relaunched once its refresh unwinds
-            relaunch(p, before: before, intended: intended)
+            await relaunch(p, before: before, intended: intended)
             return false
         }
         guard process.stack.autosave.lastFailure == nil else { return false }
@@ -558,7 +558,7 @@ final class ExplorerWorld {
     /// Relaunches the killed process `p`. `before` is what the store held before the event whose
     /// save the kill interrupted, `intended` what that save was writing (`nil` when the checker
     /// can't tell: a refresh's).
-    private func relaunch(_ p: Int, before: ExplorerAccounts?, intended: ExplorerAccounts?) {
+    private func relaunch(_ p: Int, before: ExplorerAccounts?, intended: ExplorerAccounts?) async {
         if plant == .secretsLostInCrash {
             for (key, previous) in processes[p].life.writesToLose() { try? secrets.setSecret(previous, forKey: key) }
         }
@@ -568,6 +568,10 @@ final class ExplorerWorld {
             killedWaiters.append(waiter.task)
             self.waiter = nil
         }
+        // So does a refresh that joined one of its flights: it ends before the path goes on (a
+        // flight that failed would have it lead: it gives up its wait for the lease, and sends
+        // nothing, its process being dead).
+        if joiner?.process == p { await finishJoiner(cancel: true, counting: true) }
         // The killed process's tidying writes that no durable write flushed are lost.
         for (key, previous) in unflushed.lost(by: processes[p].life) { try? secrets.setSecret(previous, forKey: key) }
         let process = ExplorerProcess(self)
@@ -662,9 +666,11 @@ final class ExplorerWorld {
     /// A refresh of process `p`'s active account, in a task of its own: its request is lost (the
     /// server counts what it sent once it ends).
     private static func refreshInBackground(_ process: ExplorerProcess, _ p: Int) -> ExplorerWaiter {
-        let (stack, sends, done) = (process.stack, LockedBox<[String]>([]), LockedBox(false))
+        let (stack, life, sends, done) = (process.stack, process.life, LockedBox<[String]>([]), LockedBox(false))
         let task = Task {
             _ = try? await stack.refreshSession { session throws(URLError) -> SessionRefresh<Member> in
+                // A killed process sends nothing: its request never leaves.
+                guard !life.isDead else { throw URLError(.cannotConnectToHost) }
                 sends.withLock { $0.append(session.token.secret) }
                 throw URLError(.timedOut)
             }
@@ -674,8 +680,9 @@ final class ExplorerWorld {
     }
 
     /// Waits for the joined refresh to take its flight's answer (with `cancel`, a turn on the
-    /// lease it waits for is given up), and counts what it sent, if it led a flight of its own.
-    private func finishJoiner(cancel: Bool) async {
+    /// lease it waits for is given up), and counts what it sent, if it led a flight of its own
+    /// (unless the path ended: `counting`).
+    private func finishJoiner(cancel: Bool, counting: Bool? = nil) async {
         guard let joiner else { return }
         self.joiner = nil
         let deadline = ContinuousClock.now + .seconds(60)
@@ -688,7 +695,7 @@ final class ExplorerWorld {
             try? await Task.sleep(for: .milliseconds(1))
         }
         await joiner.task.value
-        guard !cancel else { return }
+        guard counting ?? !cancel else { return }
         for token in joiner.sends.withLock({ $0 }) {
             checkSend(token, by: joiner.process)
             _ = server.refresh(AuthToken(token))
@@ -766,9 +773,8 @@ final class ExplorerWorld {
                 }
             }
             // A second refresh on the stack whose refresh is out, or waits, of the same token: it
-            // joins that flight. NB: not with a kill armed, nor a kill once it joined: a killed
-            // process's joined refresh would go on taking leases in the shared directory.
-            if joiner == nil, processes[0].life.armed == nil {
+            // joins that flight (a kill of its process ends it with the process: `relaunch`).
+            if joiner == nil {
                 let flights: [(process: Int, token: String?)] = [(inFlight.process, inFlight.token)] + (waiter.map { [($0.process, $0.token)] } ?? [])
                 for (p, token) in flights
                 where !processes[p].life.isDead && processes[p].stack.current.session.map({ $0.state != .awaitingToken && $0.token.secret == token }) == true {
@@ -776,7 +782,7 @@ final class ExplorerWorld {
                 }
             }
             // A kill while the request is out: it dies at its next write (the answer's save, say).
-            if joiner == nil, processes[0].life.armed == nil, !processes[0].life.isDead { events += (0...3).map { .kill(0, afterWrites: $0) } }
+            if processes[0].life.armed == nil, !processes[0].life.isDead { events += (0...3).map { .kill(0, afterWrites: $0) } }
             events.append(locked ? .unlock : .lock)
             return events
         }
