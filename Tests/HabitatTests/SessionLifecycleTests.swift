@@ -173,6 +173,9 @@ import Darwin
         #expect(!SessionLock(path: nil).isHeld("\(getpid()) nonce \(later - 120)"), "past its deadline")
         #expect(!SessionLock(path: nil).isHeld("999999999 nonce \(later)"), "its process is gone")
         #expect(!SessionLock(path: nil).isHeld("garbage"), "not a lease")
+        // NB: `kill(0, 0)` and `kill(-1, 0)` signal groups, and succeed: no process is named.
+        #expect(!SessionLock(path: nil).isHeld("0 nonce \(later)"), "pid 0 names no process: not a lease")
+        #expect(!SessionLock(path: nil).isHeld("-1 nonce \(later)"), "a negative pid names no process: not a lease")
         #expect(!SessionLock(path: nil).isHeld("\(getpid()) nonce \(later + 3_600)"), "a deadline further away than a lease lasts: planted")
     }
 

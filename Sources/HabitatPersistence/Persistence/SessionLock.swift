@@ -171,7 +171,7 @@ package final class SessionLock: Sendable {
     /// written before it was recorded); `nil` when it isn't one.
     private static func fields(of holder: String) -> (pid: Int32, deadline: Double, token: String?)? {
         let fields = holder.split(whereSeparator: \.isWhitespace)
-        guard fields.count == 3 || fields.count == 4, let pid = Int32(fields[0]), let deadline = Double(fields[2]), deadline.isFinite else { return nil }
+        guard fields.count == 3 || fields.count == 4, let pid = Int32(fields[0]), pid > 0, let deadline = Double(fields[2]), deadline.isFinite else { return nil }
         return (pid, deadline, fields.count == 4 ? String(fields[3]) : nil)
     }
 
