@@ -204,25 +204,25 @@ public struct PostgresSessionBackend: SessionBackend {
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         let row = try await run {
             try await client.query(
-                "SELECT data, version, EXTRACT(EPOCH FROM expires - now())::float8 FROM habitat_sessions WHERE id = \(id) AND expires > now()",
+                "SELECT data, version, \(unescaped: Self.remaining) FROM habitat_sessions WHERE id = \(id) AND expires > now()",
                 logger: logger
             ).first(decoding: (Data, Int64, Double).self)
         }
-        return row.map { StoredSession(id: id, data: $0.0, version: $0.1, expiresIn: .milliseconds(Int64($0.2 * 1000))) }
+        return row.map { StoredSession(id: id, data: $0.0, version: $0.1, expiresIn: .remaining($0.2)) }
     }
 
     public func get(ids: [String]) async throws(SessionBackendError) -> [String: StoredSession] {
         try await run {
             let rows = try await client.query(
                 """
-                SELECT id, data, version, EXTRACT(EPOCH FROM expires - now())::float8 FROM habitat_sessions
+                SELECT id, data, version, \(unescaped: Self.remaining) FROM habitat_sessions
                 WHERE id = ANY(\(ids)) AND expires > now()
                 """,
                 logger: logger
             )
             var sessions: [String: StoredSession] = [:]
             for try await (id, data, version, seconds) in rows.decode((String, Data, Int64, Double).self) {
-                sessions[id] = StoredSession(id: id, data: data, version: version, expiresIn: .milliseconds(Int64(seconds * 1000)))
+                sessions[id] = StoredSession(id: id, data: data, version: version, expiresIn: .remaining(seconds))
             }
             return sessions
         }
@@ -404,7 +404,21 @@ package func masked(_ url: String) -> String {
     return start == at ? url : url.replacingCharacters(in: start..<at, with: "***")
 }
 
+extension PostgresSessionBackend {
+    /// A session's remaining life in seconds, as a column. NB: the difference of two epochs, not
+    /// the epoch of `expires - now()`: a row that never expires (`infinity`, written by hand)
+    /// makes that subtraction fail ("cannot subtract infinite timestamps", PostgreSQL 15) or an
+    /// infinite interval (17); the epochs give `Infinity`, which `remaining(_:)` bounds.
+    static let remaining = "(EXTRACT(EPOCH FROM expires) - EXTRACT(EPOCH FROM now()))::float8"
+}
+
 extension Duration {
+    /// A session's remaining life from `seconds` as PostgreSQL reports it, at most a billion
+    /// seconds (about 31 years): an infinite or unreadable value is that long, never a crash.
+    static func remaining(_ seconds: Double) -> Duration {
+        .milliseconds(Int64(seconds.isFinite ? max(0, min(seconds, 1e9)) * 1000 : 1e12))
+    }
+
     /// The duration in seconds, as PostgreSQL's `make_interval(secs =>)` takes it.
     var seconds: Double {
         let (seconds, attoseconds) = components

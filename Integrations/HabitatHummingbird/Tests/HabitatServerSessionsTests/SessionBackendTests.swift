@@ -594,6 +594,24 @@ func aFencedWriteThatWaitedOnARowLockPastItsLeaseIsRefused() async throws {
     }
 }
 
+/// A session made to never expire by hand (`expires = 'infinity'`) reads, alone and among others,
+/// with a long but finite remaining life: PostgreSQL 15 refused to subtract the infinite
+/// timestamp, and 17 gives an infinite interval, whose seconds the reader turned into a crash.
+@Test(.enabled(if: Backend.available.contains(.postgres)))
+func aSessionThatNeverExpiresReads() async throws {
+    let url = ProcessInfo.processInfo.environment["HABITAT_POSTGRES_URL"]!
+    try await withPostgres(url: url) { backend in
+        try await backend.migrate()
+        let stored = try await backend.create(id: "forever-\(UUID().uuidString)", data: Data("v1".utf8), expiresIn: .seconds(60))
+        try await backend.client.query("UPDATE habitat_sessions SET expires = 'infinity' WHERE id = \(stored.id)", logger: Logger(label: "forever"))
+        let read = try #require(try await backend.get(id: stored.id))
+        #expect(read.data == Data("v1".utf8))
+        #expect(read.expiresIn == .seconds(1_000_000_000), "the longest life a read reports")
+        #expect(try await backend.get(ids: [stored.id])[stored.id]?.expiresIn == .seconds(1_000_000_000))
+        try await backend.remove(id: stored.id)
+    }
+}
+
 /// Session `id` is gone, and a refresh of it asks the upstream nothing more: `fetches` stays at
 /// the one call that spent its token.
 func expectEndedForGood(_ id: String, in sessions: ServerSessions<Visits>, fetches: Counter) async {
