@@ -134,6 +134,24 @@ final class FeedCalls: Sendable {
         polling.stop()
     }
 
+    /// A polling interval out of range is bounded, not trusted: zero or negative checks every
+    /// millisecond (it spun the queue), and one past `Int`'s nanoseconds waits a year (it trapped).
+    @Test(arguments: [Duration.zero, .milliseconds(-5), .seconds(Int64.max)])
+    func aPollingIntervalOutOfRangeIsBounded(interval: Duration) async throws {
+        let started = ContinuousClock.now
+        let follower = makeStack().followStore(SessionStore(store: MockFreeStore(), secrets: InMemorySecretStore()), checkingEvery: interval)
+        try await Task.sleep(for: .milliseconds(100))
+        let checks = follower.checks
+        follower.stop()
+        let milliseconds = (ContinuousClock.now - started) / .milliseconds(1)
+        if interval > .zero {
+            #expect(checks == 0, "a year before the first check: \(checks)")
+        } else {
+            // NB: by the clock, not the sleep's 100 ms: a loaded machine sleeps longer.
+            #expect(checks >= 5 && Double(checks) <= milliseconds + 10, "at most a check a millisecond: \(checks) in \(milliseconds) ms")
+        }
+    }
+
     @Test func aRefusedWatchFallsBackToPollingAndStillFollows() async throws {
         let directory = try TemporaryDirectory()
         let sessions = try sharedSessions(in: directory.url)

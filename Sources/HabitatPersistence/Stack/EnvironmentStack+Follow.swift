@@ -30,7 +30,8 @@ extension EnvironmentStack {
     ///
     /// - Parameters:
     ///   - sessions: The store other processes save to.
-    ///   - interval: How often to check when the store has no change feed; 250 ms by default.
+    ///   - interval: How often to check when the store has no change feed; 250 ms by default,
+    ///     at least a millisecond and at most a year.
     /// - Returns: The follower; following stops when it is released or stopped.
     public func followStore(_ sessions: SessionStore<App>, checkingEvery interval: Duration = .milliseconds(250)) -> StoreFollower {
         if autosave.knowledge == nil { autosave.knowledge = try? sessions.storedPair() }
@@ -49,7 +50,9 @@ extension EnvironmentStack {
             return StoreFollower(feed: feed, checks: checks)
         }
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let nanoseconds = interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000
+        // NB: bounded to a millisecond .. a year: a zero or negative interval spun the queue, and
+        // one past `Int`'s nanoseconds (292 years) trapped.
+        let nanoseconds = min(max(Double(interval.components.seconds) * 1e9 + Double(interval.components.attoseconds) / 1e9, 1e6), 3.2e16)
         timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .nanoseconds(Int(nanoseconds)))
         timer.setEventHandler(handler: check)
         timer.resume()
