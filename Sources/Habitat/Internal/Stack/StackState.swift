@@ -33,6 +33,9 @@ package final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Se
         @usableFromInline var feed = ChangeFeed<App>()
         /// Whether the state is in `liveScopes` now: from `init` or `reuse` until `retire`.
         @usableFromInline var counted: Bool
+        /// The thread that made the last write (``currentThreadID()``): a write whose commit
+        /// finds the top changed by its own thread was written over by its own change.
+        @usableFromInline var lastWriter: UInt = 0
 
         @inlinable
         init(top: Frame<App>, counted: Bool) {

@@ -23,6 +23,11 @@ public protocol SessionDependent {
     associatedtype User
 
     /// Updates the services for a new or changed session, or for none after logout.
+    ///
+    /// It runs inside the transition's change, so it must not write to the stack (a login, an
+    /// update, a push): each such write makes the change run again, and a write on every run
+    /// would never let it commit, so that stops the program with a message naming the
+    /// transition. Write after the transition returns instead.
     /// - Parameter session: The session now, with its user and token, or `nil` when logged out.
     mutating func sessionChanged(to session: UserSession<User>?)
 }
