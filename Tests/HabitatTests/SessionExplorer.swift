@@ -348,7 +348,10 @@ final class ExplorerProcess {
         )
         sessions.pairIDs = world.pairIDs
         let gate = self.gate
-        sessions.lock = SessionLock(path: sessions.lockFile?.path, pause: { try await gate.pause() })
+        // NB: a lease of an hour: the explorer's processes share one pid, so a lease lapses only where
+        // the explorer says (a lost answer marks it at once); a minute's lease lapsed on the clock
+        // when a slow machine starved a run, and ended sessions no path had ended (seen in CI).
+        sessions.lock = SessionLock(path: sessions.lockFile?.path, leaseDuration: .seconds(3600), pause: { try await gate.pause() })
         self.sessions = sessions
         let stack = self.stack
         stack.restoreAtLaunch(from: sessions)

@@ -120,14 +120,16 @@ import Testing
 
     /// p0's refresh waits for the lease p1's request holds, and a second refresh of p0 joined it;
     /// p0 is killed (saving an account it added). Both end with the process (the joined one gives
-    /// up, sends nothing and keeps no lease), and p1's answer lands: the server hears one request.
+    /// up, sends nothing and keeps no lease), and p1's answer lands: the server hears one request,
+    /// and the relaunched p0's refresh takes the token p1 saved, asking nothing.
     @Test func aKillAfterARefreshJoinedEndsBothWithTheProcess() async throws {
         let directory = try TemporaryDirectory()
         let world = try ExplorerWorld(directory: directory.url, plant: nil)
-        await world.run(["p0.login", "p1.follow", "p1.refresh", "p0.refresh", "p0.refresh", "p0.kill(after: 0 writes)", "p0.addAccount", "answer(ok)"].compactMap(ExplorerEvent.init))
+        await world.run(["p0.login", "p1.follow", "p1.refresh", "p0.refresh", "p0.refresh", "p0.kill(after: 0 writes)", "p0.addAccount", "answer(ok)", "p0.refresh"].compactMap(ExplorerEvent.init))
         #expect(world.violations.isEmpty, "\(world.violations)")
         #expect(world.waiter == nil && world.joiner == nil, "both refreshes ended with p0")
         #expect(world.server.sent == ["ada#1": 1], "only p1's request went out")
+        #expect(world.processes[0].stack.current.session?.token.secret == world.server.current["ada"], "the relaunched p0 took p1's rotation")
     }
 
     /// A second refresh joined p0's request; p0 dies saving the answer. The joined refresh takes
@@ -260,3 +262,4 @@ import Testing
         #expect(path.compactMap { $0?.description } == Self.trace.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 }
+
