@@ -79,7 +79,8 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     ///   - accountData: Where `accountData(for:)` keeps each account's data; `store` by
     ///     default.
     ///   - refreshLease: How long a refresh may hold its lease beside `lockFile`; a minute by
-    ///     default. A refresh that outlives it ends the session rather than keep a token it may
+    ///     default, and bounded to a second .. a day (a zero lease lapsed before any answer
+    ///     came). A refresh that outlives it ends the session rather than keep a token it may
     ///     have spent (see `refreshSession(account:using:)`).
     public init(
         store: any KeyValueStore,
@@ -103,7 +104,7 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         self.discardsUnpairedSecrets = discardsUnpairedSecrets
         self.refreshesTokens = refreshesTokens
         self.accountDataStore = accountData ?? store
-        lock = SessionLock(path: lockFile?.path, leaseDuration: refreshLease)
+        lock = SessionLock(path: lockFile?.path, leaseDuration: min(max(refreshLease, .seconds(1)), .seconds(86_400)))
     }
 
     /// A session store that keeps everything in memory, for tests and previews.
