@@ -145,10 +145,12 @@ enum ExplorerPlant: CaseIterable {
 
 /// Where a process's writes stop: after `writesLeft` more, it is dead and every call throws.
 final class ProcessLife: @unchecked Sendable {
-    // Safe: both properties are read and written only with `lock` held.
-    private let lock = NSLock()
+    // Safe: every property is read and written only with `lock` held.
+    private let lock = NSCondition()
     private var writesLeft: Int?
     private var dead = false
+    /// The thread that holds the stores (`holding(_:)`); other threads' reads and writes wait.
+    private var holder: pthread_t?
     /// The secrets this process wrote since it was armed, with what they replaced (for
     /// `ExplorerPlant.secretsLostInCrash`).
     private var secretWrites: [(key: String, previous: Data?)] = []
@@ -158,10 +160,28 @@ final class ProcessLife: @unchecked Sendable {
 
     func arm(afterWrites writes: Int) { lock.withLock { writesLeft = writes } }
 
+    /// Runs `body` while this process's saves wait: a change's autosave starts only once the
+    /// explorer has read what the change made (read after, it was sometimes what the save had
+    /// merged already, and the same path reached two states).
+    func holding<R>(_ body: () -> R) -> R {
+        lock.withLock { holder = pthread_self() }
+        defer {
+            lock.withLock { holder = nil }
+            lock.broadcast()
+        }
+        return body()
+    }
+
+    /// Waits while another thread holds the stores. Called with `lock` held.
+    private func waitForHolder() {
+        while let holder, pthread_equal(holder, pthread_self()) == 0 { lock.wait() }
+    }
+
     /// Throws when the process is dead.
     func read() throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
+        waitForHolder()
         if dead { throw .unavailable(key: "process", reason: "killed") }
     }
 
@@ -169,6 +189,7 @@ final class ProcessLife: @unchecked Sendable {
     func write(secret key: String? = nil, previous: Data?? = nil) throws(StoreError) {
         lock.lock()
         defer { lock.unlock() }
+        waitForHolder()
         if dead { throw .unavailable(key: "process", reason: "killed") }
         guard let left = writesLeft else { return }
         if left == 0 {
@@ -526,8 +547,10 @@ final class ExplorerWorld {
         let before = stored()
         let held = process.accounts
         let failed = process.stack.autosave.lastFailure != nil
-        change(self, process.stack)
-        let intended = process.accounts
+        let intended = process.life.holding {
+            change(self, process.stack)
+            return process.accounts
+        }
         let saved = await settle(p, before: before, intended: intended, saving: failed || intended != held)
         if saved { endSessions(held, leaving: intended) }
     }
@@ -884,6 +907,8 @@ struct SessionExplorer {
     var plant: ExplorerPlant?
     /// Stops at the first violation of this invariant (a planted bug's test).
     var stopAt: ExplorerInvariant?
+    /// Told what each level found, as it ends (a long exploration's progress).
+    var progress: (@Sendable (Report) -> Void)?
 
     struct Report {
         var states = 0
@@ -914,6 +939,7 @@ struct SessionExplorer {
             }
             report.states += next.count
             report.depthReached = level
+            progress?(report)
             frontier = next
             if frontier.isEmpty { break }
         }

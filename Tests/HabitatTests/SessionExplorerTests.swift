@@ -49,6 +49,25 @@ import Testing
         }
     }
 
+    /// Every event at once (both processes' logins, accounts, switches, sign-outs, follows,
+    /// refreshes and kills, every answer, lock and unlock), to the depth in
+    /// `HABITAT_EXPLORER_FULL` (`HABITAT_EXPLORER_FULL=4 swift test --filter fullAlphabet`): off
+    /// by default, as the states grow past what a test run can wait for (see the SessionEngine
+    /// article for what each depth takes).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HABITAT_EXPLORER_FULL"] != nil))
+    func fullAlphabetKeepsEveryInvariant() async throws {
+        let depth = ProcessInfo.processInfo.environment["HABITAT_EXPLORER_FULL"].flatMap { Int($0) } ?? 3
+        let started = ContinuousClock.now
+        let explorer = SessionExplorer(depth: depth, progress: { report in
+            print("session explorer, every event, depth \(report.depthReached): \(report.states) states, \(report.runs) runs, \(report.violations.count) invariants broken, \(ContinuousClock.now - started)")
+        })
+        let report = try await onBlockingThreads { try await explorer.explore() }
+        print("session explorer, every event: \(report.states) states, \(report.runs) runs, depth \(report.depthReached), \(ContinuousClock.now - started)")
+        for violation in report.violations {
+            Issue.record("\(violation.invariant): \(violation.detail), after \(violation.path)")
+        }
+    }
+
     /// Found by the explorer (the locked device's scenario, depth 6): a stack that missed
     /// another's rotation refreshed while the store's secrets couldn't be read, saw no rotation,
     /// and sent the spent token again. It now sends nothing and answers `awaitingToken`.
@@ -262,4 +281,5 @@ import Testing
         #expect(path.compactMap { $0?.description } == Self.trace.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) })
     }
 }
+
 
