@@ -54,7 +54,7 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
     ///   - line: The calling line, recorded with it.
     public init(_ base: HabitatEnvironment<App>, fileID: StaticString = #fileID, line: UInt = #line) {
         id = stackIDSource.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
-        root = StackState(stackID: id, base: base, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
+        root = StackState(stackID: id, top: .make(base, origin: FrameOrigin(.base, fileID: fileID, line: line)), liveScopes: nil)
         live = nil
     }
 
@@ -101,9 +101,9 @@ public final class EnvironmentStack<App: EnvironmentSchema>: @unchecked Sendable
         let base = LiveBase(build: live, test: test, fenced: context == .test, fileID: fileID, line: line)
         self.live = base
         if context == .preview {
-            root = StackState(stackID: id, base: preview() ?? base.environment, origin: FrameOrigin(.base, fileID: fileID, line: line), liveScopes: nil)
+            root = StackState(stackID: id, top: .make(preview() ?? base.environment, origin: FrameOrigin(.base, fileID: fileID, line: line)), liveScopes: nil)
         } else {
-            root = StackState(stackID: id, emptyBaseOrigin: FrameOrigin(.base, fileID: fileID, line: line))
+            root = StackState(stackID: id, top: .makeEmpty(origin: FrameOrigin(.base, fileID: fileID, line: line)), liveScopes: nil)
             // One scope that never ends, until the base is built (for good, in a test run): every
             // call looks for its task's scope, and the first that finds none builds the base.
             liveScopes.wrappingAdd(1, ordering: .acquiringAndReleasing)

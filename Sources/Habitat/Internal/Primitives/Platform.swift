@@ -110,16 +110,6 @@ extension LockedBox where Value == Void {
     @inlinable package func withLock<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R { try locked.withLockHeld(body) }
 }
 
-/// The calling thread, as a number two live threads never share.
-@inlinable
-func currentThreadID() -> UInt {
-    #if canImport(Glibc)
-    pthread_self()   // `pthread_t` is a number here; a pointer on Darwin and Musl
-    #else
-    UInt(bitPattern: pthread_self())
-    #endif
-}
-
 /// A pointer per thread, `nil` until the thread sets it; `destroy` runs on a thread's pointer
 /// when that thread exits.
 @usableFromInline

@@ -11,17 +11,17 @@ extension StackState {
         return Unmanaged.fromOpaque(slot.pointee.frame.invariantUnwrapped)
     }
 
-    /// Runs `body` on the top frame, borrowed from the calling thread's slot: the slot keeps the
-    /// frame alive until `body` returns, even if `body` reads a newer top, so no other frame can
-    /// take its address meanwhile.
+    /// Runs `body` on the top frame, borrowed from the calling thread's slot (given too): the
+    /// slot keeps the frame alive until `body` returns, even if `body` reads a newer top, so no
+    /// other frame can take its address meanwhile.
     @inlinable
-    func withTopFrame<R, E: Error>(_ body: (Frame<App>) throws(E) -> R) throws(E) -> R {
+    func withTopFrame<R, E: Error>(_ body: (Frame<App>, UnsafeMutablePointer<ReaderSlot>) throws(E) -> R) throws(E) -> R {
         let slot = currentReaderSlot()
         slot.pointee.borrows &+= 1
         defer { slot.pointee.endBorrow() }
         // `_withUnsafeGuaranteedRef` rethrows untyped errors; the `Result` keeps `E`.
         return try frame(for: slot)._withUnsafeGuaranteedRef { frame in
-            Result<R, E>(catching: { () throws(E) in try body(frame) })
+            Result<R, E>(catching: { () throws(E) in try body(frame, slot) })
         }.get()
     }
 

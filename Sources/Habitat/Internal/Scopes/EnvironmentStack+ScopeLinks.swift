@@ -39,7 +39,7 @@ extension EnvironmentStack {
     @inlinable
     func makeScope(_ environment: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin) -> StackState<App> {
         guard let pooled = scopePool.withLock({ $0.popLast() }) else {
-            let state = StackState(stackID: id, base: environment, origin: origin, liveScopes: liveScopes)
+            let state = StackState(stackID: id, top: .make(environment, origin: origin), liveScopes: liveScopes)
             state.relink(to: Scopes.innermostLink)
             return state
         }

@@ -25,7 +25,8 @@ extension StackState {
     ///
     /// `change` runs without the lock, so it may read the stack. A write it makes to the stack
     /// moves the top, so it runs again; a change that writes on every run would never commit:
-    /// after ``ownWritesLimit`` runs in a row that wrote, that traps, naming the write.
+    /// after `ownWritesLimit` runs in a row that wrote, that traps, naming the write
+    /// (`Diagnostics/OwnWrites.swift`).
     @inlinable
     func write<E: Error>(
         _ origin: FrameOrigin,
@@ -36,21 +37,17 @@ extension StackState {
         while true {
             var released: Frame<App>?
             var delivery: LockedBox<Void>?
-            var writtenByChange = false
             // `nil` when `change` declined. The frame copied stays alive until the commit
             // compares it with the top (see `withTopFrame`).
-            let outcome = try withTopFrame { (source) throws(E) -> (new: Frame<App>, committed: Bool)? in
+            let outcome = try withTopFrame { (source, slot) throws(E) -> (new: Frame<App>, committed: Bool)? in
                 var copy = source.environment.fieldwiseCopy
                 guard try change(&copy) else { return nil }
                 let new = Self.frame(consume copy, origin: origin, reusing: spare.take())
                 let committed = withGuarded { guarded in
-                    guard guarded.top === source else {
-                        writtenByChange = guarded.lastWriter == currentThreadID()
-                        return false
-                    }
+                    guard guarded.top === source else { return false }
                     let old = guarded.top
                     guarded.top = new
-                    guarded.lastWriter = currentThreadID()
+                    guarded.lastWriter = slot
                     if pushing { guarded.below.append(old) } else { released = old }
                     published.store(new.address, ordering: .releasing)
                     delivery = guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)
@@ -60,7 +57,9 @@ extension StackState {
             }
             guard let (new, committed) = outcome else { return false }
             guard committed else {
-                ownWrites = writtenByChange ? ownWrites + 1 : 0
+                // NB: read after the commit failed: a thread that moved the top since is only
+                // this one when `change` wrote (this thread wrote nothing else meanwhile).
+                ownWrites = withGuarded { $0.lastWriter } == currentReaderSlot() ? ownWrites + 1 : 0
                 if ownWrites == Self.ownWritesLimit { Self.writtenByItsOwnChange(origin) }
                 discard(new)
                 continue
@@ -74,24 +73,6 @@ extension StackState {
         }
     }
 
-    /// How many runs in a row of a write's change may write to its own stack before the write
-    /// stops the program (a change that writes once, on its first run, commits on its second).
-    @usableFromInline static var ownWritesLimit: Int { 100 }
-
-    /// Stops a write whose own `change` wrote to the same stack on each of its last
-    /// ``ownWritesLimit`` runs (nothing else on this thread can have moved the top between a
-    /// copy and its commit).
-    @usableFromInline
-    static func writtenByItsOwnChange(_ origin: FrameOrigin) -> Never {
-        // NB: `fatalError`, not `preconditionFailure`: its message is printed in optimised builds too.
-        fatalError("""
-            Habitat: the stack was written to from inside the change of \(origin) on each of its last \
-            \(ownWritesLimit) runs (a closure passed to an update, a SessionDependent service's sessionChanged(to:), \
-            or EnvironmentSchema.services(_:for:)): each write makes the change run again, so it never commits. \
-            Make that write after the change returns.
-            """)
-    }
-
     /// Removes the top frame unless it is the base, and returns its environment.
     @inlinable
     func pop(_ origin: FrameOrigin) -> HabitatEnvironment<App>? {
@@ -100,7 +81,7 @@ extension StackState {
             guard let new = guarded.below.popLast() else { return nil }
             let old = guarded.top
             guarded.top = new
-            guarded.lastWriter = currentThreadID()
+            guarded.lastWriter = nil   // a pop in a change ends at the base: it can't loop
             popped = old
             published.store(new.address, ordering: .releasing)
             return guarded.feed.record(origin, old: old, new: new, depth: guarded.below.count + 1)

@@ -33,9 +33,10 @@ package final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Se
         @usableFromInline var feed = ChangeFeed<App>()
         /// Whether the state is in `liveScopes` now: from `init` or `reuse` until `retire`.
         @usableFromInline var counted: Bool
-        /// The thread that made the last write (``currentThreadID()``): a write whose commit
-        /// finds the top changed by its own thread was written over by its own change.
-        @usableFromInline var lastWriter: UInt = 0
+        /// The reader slot (one per thread, `currentReaderSlot()`) of the thread that made the
+        /// last write, `nil` after a pop: a write whose commit finds the top moved by its own
+        /// thread was written over by its own change. Compared, never read through.
+        @usableFromInline var lastWriter: UnsafeMutablePointer<ReaderSlot>?
 
         @inlinable
         init(top: Frame<App>, counted: Bool) {
@@ -44,23 +45,15 @@ package final class StackState<App: EnvironmentSchema>: ScopeLink, @unchecked Se
         }
     }
 
-    /// Creates the state of a stack (`liveScopes` `nil`) or of a scope, with `base` at the bottom.
+    /// Creates the state of a stack (`liveScopes` `nil`) or of a scope, with `top` at the
+    /// bottom: a frame with the base, or an empty one (`Frame.makeEmpty(origin:)`) for a stack
+    /// whose base is filled later, by ``fillBaseIfEmpty(_:)``.
     @inlinable
-    init(stackID: UInt64, base: consuming HabitatEnvironment<App>, origin: consuming FrameOrigin, liveScopes: AtomicWord?) {
-        let top = Self.frame(base, origin: origin, reusing: nil)
+    init(stackID: UInt64, top: Frame<App>, liveScopes: AtomicWord?) {
         published = AtomicWord(top.address)
         guarded = Locked.make(Guarded(top: top, counted: liveScopes != nil))
         self.liveScopes = liveScopes
         liveScopes?.wrappingAdd(1, ordering: .acquiringAndReleasing)
-        super.init(stackID: stackID)
-    }
-
-    /// Creates a stack's state whose base is filled later, by ``fillBaseIfEmpty(_:)``.
-    init(stackID: UInt64, emptyBaseOrigin origin: consuming FrameOrigin) {
-        let top = Frame<App>.makeEmpty(origin: origin)
-        published = AtomicWord(top.address)
-        guarded = Locked.make(Guarded(top: top, counted: false))
-        liveScopes = nil
         super.init(stackID: stackID)
     }
 
