@@ -78,6 +78,21 @@ import Testing
         #expect(world.processes[1].stack.current.session?.token.secret == "ada#1", "p1 keeps what it holds, for the unlock to settle")
     }
 
+    /// Found by the explorer over every event (depth 6): p0, holding Ada only as a background
+    /// account (it signed its active account out while Ada's refresh was out), takes the token
+    /// p1 signed Ada in with again; its save merges with the store, where p1 made Ada active, and
+    /// the merge keeps the store's choice. The stack now takes what the merge saved: it compared
+    /// only the tokens, which were the same, and kept Ada in the background while the store had
+    /// her active.
+    @Test func aMergeThatOnlyMakesAnAccountActiveIsTaken() async throws {
+        let directory = try TemporaryDirectory()
+        let world = try ExplorerWorld(directory: directory.url, plant: nil)
+        await world.run(["p0.login", "p0.refresh", "p0.addAccount", "p0.logout", "p1.login", "answer(ok)"].compactMap(ExplorerEvent.init))
+        #expect(world.violations.isEmpty, "\(world.violations)")
+        #expect(world.processes[0].stack.current.session?.token.secret == world.server.current["ada"], "p0 holds Ada active, as the store does")
+        #expect(world.processes[0].accounts == world.stored())
+    }
+
     /// Found by the explorer once a request still out counted as sent (the refresh races,
     /// depth 6): a stack that missed another's rotation and then its sign-out refreshed the
     /// token the other had spent. It now takes the sign-out and asks nothing.

@@ -92,7 +92,7 @@ extension SessionStore {
                 let snapshot = try loadLocked(secretsReadable: true)
                 let merged = SessionMachine<App>.merged(environment, known: known, stored: snapshot?.known ?? stored, snapshot: snapshot)
                 let now = try saveLocked(merged)
-                guard merged.accounts.map(\.token) != environment.accounts.map(\.token) else { return .saved(now: now) }
+                guard SessionMachine<App>.mergeMoves(merged, from: environment) else { return .saved(now: now) }
                 return .adopted(merged.session, others: merged.otherAccounts, now: now ?? stored)
             }
         }

@@ -22,6 +22,7 @@ import Habitat
 //   saveRoute(_:known:...)   a save by a stack that knew the store: as asked, take the store's
 //                            (`movedPast`), or merge (`merged`: which account wins, which is active)
 //   signOutStands(_:...)     a sign-out of every account saved while the secrets can't be read
+//   mergeMoves(_:from:)      whether a merged save changed what the stack holds (it takes it then)
 //   followerTakes(_:known:)  a follower's check: does the store hold another session?
 //   waiterThrows(_:as:)      a waiter whose leader failed: throw the leader's error, or lead
 //   storedAccount(of:...)    what the shared store holds of a refreshing account (rotated, signed out)
@@ -233,6 +234,14 @@ extension SessionMachine {
         var merged = environment
         merged.setAll(active: accounts.first { $0.0 == active }?.1, others: accounts.filter { $0.0 != active }.map(\.1))
         return merged
+    }
+
+    /// Whether `merged`, what a save of `environment` merged with the store and wrote, differs
+    /// from what the stack holds: an account's token, an account signed in or out, or which one
+    /// is active (the explorer found a merge that only made an account active left the stack
+    /// holding it in the background). The stack takes the merge then.
+    static func mergeMoves(_ merged: HabitatEnvironment<App>, from environment: HabitatEnvironment<App>) -> Bool {
+        !environment.holds(active: merged.session, others: merged.otherAccounts)
     }
 
     /// Whether a follower's check, finding the store's pairs `stored`, loads the store and offers
