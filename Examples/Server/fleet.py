@@ -31,6 +31,13 @@ loopback only), a fake upstream token server, and three instances; runs the add-
   7c. PostgreSQL stopped while the upstream answers (the new tokens can't be written; after the
      restart the session is ended, not refreshed again):
      each ends the session (401) and no refresh token is ever received twice by the upstream;
+  8. three instances that cache sessions: a sign-out at one is refused at the others, and a
+     cached read runs no statement;
+  9. PostgreSQL restarted under the caches: no sign-out lost, and one read catches up;
+  10. sign-in limits across the fleet: tries per name, sessions per member;
+  11. a caching instance whose link to PostgreSQL goes silent (a partition: open, nothing
+     passes) stops serving its copies within two heartbeats, so a sign-out it can't hear is
+     refused, and caches again once the link is back;
 
 prints the figures (and queries per request), and stops everything, whatever happens.
 """
@@ -142,6 +149,46 @@ class Upstream:
     def calls_for(self, prefix):
         with self.lock:
             return [c for c in self.calls if c.endswith(prefix) or c == prefix]
+
+
+# MARK: A link to PostgreSQL that can go silent
+
+class SilentLink:
+    """A TCP relay to the cluster that can go silent: every connection stays open and nothing
+    passes either way (a network partition that sends no reset), until it speaks again; what
+    was sent meanwhile passes then."""
+
+    def __init__(self, port):
+        self.target = port
+        self.silent = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                client.close()
+                continue
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self.relay, args=(source, sink), daemon=True).start()
+
+    def relay(self, source, sink):
+        try:
+            while data := source.recv(65536):
+                while self.silent.is_set():
+                    time.sleep(0.02)
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 # MARK: The instances
@@ -516,6 +563,43 @@ def main():
         check(served[:2] == [401, 401] and served[2:] == [200] * 10,
               f"a member's sessions are capped at ten across the fleet: the two oldest ended ({served})")
 
+        print("== 11. a silent link to PostgreSQL (a partition: the connections open, nothing passes)", flush=True)
+        # Instance eight reaches the database through a link that can go silent: no reset, no
+        # error, nothing through. Its feed can't hear the sign-out made at instance five, and
+        # nothing tells it so: only its heartbeats, which stop coming back, can.
+        link = SilentLink(cluster.port)
+        eight = Instance(binary, cluster.url.replace(f":{cluster.port}/", f":{link.port}/"), upstream.url, log_dir, 8, ["--session-cache"])
+        instances.append(eight)
+        time.sleep(1)   # its feed listening
+        quiet = sign_in(c1, "ada", "analytical")
+        check(read_until_cached(eight, quiet, cluster), "cached at instance eight before the link goes silent")
+        link.silent.set()
+        silent_at = time.time()
+        signed_out = c1.request("POST", "/signout", quiet)[0]
+        last_served, since = None, []   # when it was last served, and the answers since
+        while time.time() - silent_at < 6:
+            status = eight.request("GET", "/me", quiet)[0]
+            since.append(status)
+            if status == 200:
+                last_served, since = time.time() - silent_at, []
+        # NB: the bound is the feed's: a copy is trusted two heartbeats (2 s) after the last
+        # heartbeat heard back was sent, which was before the link went silent.
+        check(signed_out == 204 and last_served is not None and last_served < 3.0 and since,
+              f"the signed-out session is no longer served within two heartbeats of the silence (last served at "
+              f"{last_served if last_served is None else round(last_served, 2)} s; then {sorted(set(since))})")
+        link.silent.clear()
+        refused = False
+        deadline = time.time() + 15
+        while time.time() < deadline and not refused:
+            refused = eight.request("GET", "/me", quiet)[0] == 401
+            time.sleep(0.1)
+        check(refused, "refused (401) once the link speaks again")
+        log = open(os.path.join(log_dir, "instance-8.log"), errors="replace").read()
+        check("the session cache is off until its change feed is back: no heartbeat came back" in log,
+              "instance eight logged that its cache was off, and why")
+        check(read_until_cached(eight, sign_in(c1, "ada", "analytical"), cluster, seconds=15),
+              "instance eight caches again once its feed is back")
+
         print("== figures", flush=True)
         print(f"  statements per request: GET /me {queries_me:.2f}; POST /me/visits one at a time {queries_visit:.2f}, "
               f"200 at once on one session {visit_queries:.2f} (rereads and retries)")
@@ -523,6 +607,8 @@ def main():
         print(f"  session cache: GET /me {cached_queries:.2f} statements per request; a sign-out refused at the two other "
               f"instances within p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {latencies[-1]:.1f} ms ({len(latencies)} sign-outs, "
               f"time to the second instance's 401, each request's own time included)")
+        print(f"  silent link: the signed-out session last served {last_served if last_served is None else round(last_served, 2)} s "
+              f"after the link went silent (the bound: two heartbeats, 2 s)")
         print(f"  database down: {len(unavailable)} answers 503, {len(wrong)} wrong members, of {len(results)} requests")
         ours, theirs = race_reports(log_dir)
         for path, report in ours + theirs:

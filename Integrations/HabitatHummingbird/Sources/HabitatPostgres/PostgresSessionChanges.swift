@@ -7,16 +7,20 @@ public import PostgresNIO
 /// a connection of its own, fed by the trigger ``PostgresSessionBackend/migrate()`` creates, so
 /// every instance hears every committed write and removal, whichever instance (or tool) made it.
 ///
-/// A notification can be lost only with its connection, so the feed watches the connection: it
-/// sends itself a heartbeat through the pool every ``heartbeat`` and says
-/// ``SessionChange/lost(_:)`` when one doesn't come back within the next, or the connection
-/// ends (PostgreSQL restarted, the network dropped). It then connects again, every half second,
-/// and says ``SessionChange/live`` once it listens again. A change is missed for at most about
-/// two heartbeats before the cache stops trusting its copies.
+/// A notification can be lost only with its connection, and a connection can die silently (a
+/// network partition leaves it open with nothing passing), so the feed proves it still hears:
+/// it sends itself a heartbeat through the pool every ``heartbeat``, and each one it hears back
+/// says ``SessionChange/liveUntil(_:)`` two heartbeats after it was sent (every change committed
+/// before that heartbeat has been heard). The cache serves no copy past that deadline, whatever
+/// the feed is doing: a partition, or a feed stuck on a dead connection, costs at most two
+/// heartbeats of copies. The feed says ``SessionChange/lost(_:)`` at once when no heartbeat came
+/// back in time or the connection ends (PostgreSQL restarted, the network dropped), then
+/// connects again, every half second, and is live again once it listens.
 public struct PostgresSessionChanges: SessionChanges {
     /// The client the feed takes its listening connection from.
     public let client: PostgresClient
-    /// How often the feed checks that its connection still hears.
+    /// How often the feed checks that its connection still hears; the cache trusts its copies
+    /// for two heartbeats after the last check that came back.
     public let heartbeat: Duration
     let logger: Logger
 
@@ -33,20 +37,27 @@ public struct PostgresSessionChanges: SessionChanges {
         self.logger = logger
     }
 
+    /// How long a heartbeat heard back vouches for the feed.
+    var window: Duration { heartbeat * 2 }
+
     public func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async {
         let me = UUID().uuidString
         while !Task.isCancelled {
+            // NB: a connection's loss is told once, as soon as it is seen (`listen` tells it
+            // before it waits for its tasks to end: a query on a silent connection may not).
+            let told = LockedBox(false)
+            let lose: @Sendable (String) -> Void = { reason in
+                if told.withLock({ (told: inout Bool) in defer { told = true }; return !told }) { handle(.lost(reason)) }
+            }
             let reason: String
             do {
-                try await listen(as: me, handle)
+                try await listen(as: me, handle, lose: lose)
                 reason = "the listening connection ended"
-            } catch let lost as Lost {
-                reason = lost.reason
             } catch {
-                reason = "PostgreSQL: \(type(of: error))"
+                reason = Self.reason(error)
             }
             if Task.isCancelled { return }
-            handle(.lost(reason))
+            lose(reason)
             try? await Task.sleep(for: .milliseconds(500))
         }
     }
@@ -56,42 +67,77 @@ public struct PostgresSessionChanges: SessionChanges {
         var reason: String
     }
 
-    /// Listens until the connection or the heartbeat fails.
-    private func listen(as me: String, _ handle: @escaping @Sendable (SessionChange) -> Void) async throws {
+    static func reason(_ error: any Error) -> String {
+        (error as? Lost)?.reason ?? "PostgreSQL: \(type(of: error))"
+    }
+
+    /// The heartbeats of one listening connection.
+    struct Beats {
+        /// When each heartbeat not yet heard back was sent.
+        var sent: [UInt64: ContinuousClock.Instant] = [:]
+        /// Until when the heartbeats heard back vouch for the connection.
+        var deadline: ContinuousClock.Instant
+
+        /// Takes heartbeat `beat` heard back: the deadline it gives, or `nil` when it was heard already.
+        mutating func heard(_ beat: UInt64, window: Duration) -> ContinuousClock.Instant? {
+            guard let sent = sent[beat] else { return nil }
+            self.sent = self.sent.filter { $0.key > beat }
+            deadline = max(deadline, sent + window)
+            return deadline
+        }
+    }
+
+    /// Listens until the connection ends or goes silent; tells `lose` as soon as it does.
+    private func listen(as me: String, _ handle: @escaping @Sendable (SessionChange) -> Void, lose: @escaping @Sendable (String) -> Void) async throws {
+        let clock = ContinuousClock()
+        let window = window
         try await client.withConnection { connection in
             try await connection.listen(on: Self.channel) { notifications in
-                let heard = LockedBox<UInt64>(0)
-                handle(.live)
+                let beats = LockedBox(Beats(deadline: clock.now + window))
+                handle(.liveUntil(beats.withLock { $0.deadline }))
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
                             if parts.count == 3, parts[0] == "ping" {
-                                if parts[1] == me, let beat = UInt64(parts[2]) { heard.withLock { $0 = max($0, beat) } }
+                                guard parts[1] == me, let beat = UInt64(parts[2]) else { continue }
+                                if let deadline = beats.withLock({ $0.heard(beat, window: window) }) { handle(.liveUntil(deadline)) }
                             } else if parts.count == 2 {
                                 handle(.changed(id: String(parts[0]), version: Int64(parts[1])))
                             }
                         }
                         throw Lost(reason: "the listening connection ended")
                     }
-                    group.addTask {
+                    group.addTask {   // a heartbeat every `heartbeat`, through the pool
                         var beat: UInt64 = 0
                         while true {
                             beat += 1
+                            let sent = clock.now
+                            beats.withLock { $0.sent[beat] = sent }
                             let payload = "ping \(me) \(beat)"
                             do {
                                 try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
                             } catch {
                                 throw Lost(reason: "the heartbeat could not be sent")
                             }
-                            try await Task.sleep(for: heartbeat)
-                            guard heard.withLock({ $0 }) >= beat else {
-                                throw Lost(reason: "a heartbeat did not come back within \(heartbeat)")
+                            try await clock.sleep(until: sent + heartbeat)
+                        }
+                    }
+                    group.addTask {   // the watch: not a query's answer, which a silent connection never gives
+                        while true {
+                            try await clock.sleep(for: heartbeat / 2)
+                            if clock.now >= beats.withLock({ $0.deadline }) {
+                                throw Lost(reason: "no heartbeat came back within \(window)")
                             }
                         }
                     }
                     defer { group.cancelAll() }
-                    try await group.next()
+                    do {
+                        try await group.next()
+                    } catch {
+                        if !Task.isCancelled { lose(Self.reason(error)) }
+                        throw error
+                    }
                 }
             }
         }

@@ -11,6 +11,10 @@ public protocol SessionChanges: Sendable {
     /// The feed says ``SessionChange/live`` once it is sure to see every change from then on,
     /// and ``SessionChange/lost(_:)`` as soon as it may have missed one (a dropped connection,
     /// a heartbeat that didn't come back); then `live` again once it is back.
+    ///
+    /// A feed that can go silent without noticing (a connection across a network, which a
+    /// partition leaves open with nothing passing) says ``SessionChange/liveUntil(_:)`` instead,
+    /// again before each deadline passes, each time it has proof that it still hears.
     func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async
 }
 
@@ -18,6 +22,11 @@ public protocol SessionChanges: Sendable {
 public enum SessionChange: Sendable, Equatable {
     /// Every change from now on will be told.
     case live
+    /// As ``live``, but only until `deadline`: every change committed before the feed's last
+    /// check of itself has been told, and a copy may be served until `deadline` unless the feed
+    /// says so again. A feed that hangs, or whose connection goes silent, stops the copies by
+    /// saying nothing: the cache sends every read to the store once `deadline` has passed.
+    case liveUntil(ContinuousClock.Instant)
     /// Changes may have been missed since the last `live`; `reason` says why, for the logs.
     case lost(String)
     /// Session `id` (its stored key) was written, now at `version`; `nil` when it was removed.
@@ -35,10 +44,12 @@ public enum SessionChange: Sendable, Equatable {
 /// ```
 ///
 /// Its promises:
-/// - **Nothing revoked is served.** A copy is used only while the feed is ``SessionChange/live``;
-///   a change told by the feed drops the copy of that session, a lost feed puts every copy
-///   aside and sends every read to the store until the feed is live again. A sign-out at another
-///   instance is refused here as soon as its notification arrives.
+/// - **Nothing revoked is served.** A copy is used only while the feed is ``SessionChange/live``,
+///   and, for a feed that says ``SessionChange/liveUntil(_:)``, only until its last deadline:
+///   a feed that hangs or goes silent without noticing stops the copies by itself. A change told
+///   by the feed drops the copy of that session, a lost feed puts every copy aside and sends
+///   every read to the store until the feed is live again. A sign-out at another instance is
+///   refused here as soon as its notification arrives.
 /// - **An outage costs one read.** When the feed is live again, the sessions whose copies were
 ///   put aside are read again together (``SessionBackend/get(ids:)``: one statement on
 ///   PostgreSQL) and kept as read; what changed or ended during the outage is read as it is
@@ -68,6 +79,9 @@ public final class CachedSessionBackend: SessionBackend {
 
     private struct State {
         var live = false
+        /// When the feed's word that it is live runs out (``SessionChange/liveUntil(_:)``);
+        /// `nil`: at its next `lost`.
+        var liveUntil: ContinuousClock.Instant?
         /// Counts the feed going live or lost: a read keeps its answer only if neither happened
         /// meanwhile, and no change of its session (`pending`).
         var epoch: UInt64 = 0
@@ -79,6 +93,12 @@ public final class CachedSessionBackend: SessionBackend {
         var misses = 0
         var restored = 0
         var lostReason: String?
+
+        /// Whether a copy may be served at `now`: the feed is live and its word hasn't run out.
+        func trusts(at now: ContinuousClock.Instant) -> Bool {
+            guard live else { return false }
+            return liveUntil.map { now < $0 } ?? true
+        }
     }
 
     /// A read the copies couldn't answer, and what it saw when it started.
@@ -135,15 +155,24 @@ public final class CachedSessionBackend: SessionBackend {
         state.withLock { ($0.hits, $0.misses, $0.restored) }
     }
 
-    /// Whether copies are in use: the feed is live.
-    public var isLive: Bool { state.withLock { $0.live } }
+    /// Whether copies are in use: the feed is live, and its last deadline (if it gives them)
+    /// hasn't passed.
+    public var isLive: Bool {
+        let now = clock.now
+        return state.withLock { $0.trusts(at: now) }
+    }
 
     /// Takes one change of the feed; returns the epoch to catch up in when the feed is back
     /// with copies put aside.
     private func take(_ change: SessionChange) -> UInt64? {
         let (lost, catchUp): (String?, UInt64?) = state.withLock { state in
             switch change {
-            case .live:
+            case .liveUntil(let deadline) where state.live:
+                // The same connection, heard again: nothing was missed, the copies stand.
+                state.liveUntil = max(deadline, state.liveUntil ?? deadline)
+                return (nil, nil)
+            case .live, .liveUntil:
+                if case .liveUntil(let deadline) = change { state.liveUntil = deadline } else { state.liveUntil = nil }
                 state.epoch &+= 1
                 state.live = true
                 state.lostReason = nil
@@ -197,7 +226,7 @@ public final class CachedSessionBackend: SessionBackend {
     public func get(id: String) async throws(SessionBackendError) -> StoredSession? {
         let now = clock.now
         let lookup: Lookup = state.withLock { state in
-            if state.live, let copy = state.copies[id], copy.until > now {
+            if state.trusts(at: now), let copy = state.copies[id], copy.until > now {
                 state.hits += 1
                 return .hit(copy.session)
             }

@@ -61,6 +61,49 @@ import Testing
         }
     }
 
+    /// A feed that gives deadlines and then says nothing (hung, or its connection silent)
+    /// stops the copies by itself: past the deadline every read goes to the store, so a removal
+    /// the feed never told is refused; heard again, the same connection's copies stand.
+    @Test func aFeedThatFallsSilentStopsItsCopiesAtItsDeadline() async throws {
+        let store = MemorySessionBackend()
+        let reads = ReadCounter(store)
+        let feed = ManualChanges()
+        let lost = Reasons()
+        let cache = CachedSessionBackend(reads, changes: feed, onLost: { lost.append($0) })
+        let clock = ContinuousClock()
+        try await following(cache) {
+            let deadline = clock.now + .seconds(2)
+            await feed.send(.liveUntil(deadline))
+            await feed.send(.liveUntil(deadline - .seconds(1)))   // an earlier deadline doesn't shorten it
+            for id in ["k", "other"] {
+                _ = try await store.create(id: id, data: data, expiresIn: .seconds(60))
+                _ = try await cache.get(id: id)
+            }
+            _ = try await cache.get(id: "k")
+            if clock.now < deadline - .milliseconds(500) {   // a loaded machine may be slower
+                #expect(cache.isLive)
+                #expect(reads.count == 2, "copies while the deadline holds")
+            }
+
+            // The feed says nothing more; a sign-out it never tells.
+            try await store.remove(id: "k")
+            try await clock.sleep(until: deadline + .milliseconds(50))
+            #expect(!cache.isLive)
+            let before = reads.count
+            #expect(try await cache.get(id: "k") == nil, "past the deadline the store is read: the sign-out is refused")
+            _ = try await cache.get(id: "other")
+            _ = try await cache.get(id: "other")
+            #expect(reads.count == before + 3, "every read went to the store")
+
+            // Heard again on the same connection: nothing was missed, its copies are used again.
+            await feed.send(.liveUntil(clock.now + .seconds(60)))
+            #expect(cache.isLive)
+            _ = try await cache.get(id: "other")
+            #expect(reads.count == before + 3, "the copy is served again")
+            #expect(lost.all.isEmpty, "a deadline passing is not a loss: the feed says when it is lost")
+        }
+    }
+
     @Test func aFeedThatIsBackCatchesUpInOneReadAndTakesWhatChangedMeanwhile() async throws {
         let store = MemorySessionBackend()
         let reads = ReadCounter(store)
@@ -173,7 +216,7 @@ import Testing
             try await one.migrate()
             try await withPostgres(url: url) { two in
                 let lost = Reasons()
-                let cache = CachedSessionBackend(two, changes: PostgresSessionChanges(client: two.client, heartbeat: .milliseconds(200)), onLost: { lost.append($0) })
+                let cache = CachedSessionBackend(two, changes: PostgresSessionChanges(client: two.client, heartbeat: .milliseconds(500)), onLost: { lost.append($0) })
                 try await following(cache) {
                     try await waitUntil { cache.isLive }
                     let id = "cache-test-\(UUID().uuidString)"
