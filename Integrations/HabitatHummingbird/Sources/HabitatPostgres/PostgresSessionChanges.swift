@@ -15,7 +15,9 @@ public import PostgresNIO
 /// the feed is doing: a partition, or a feed stuck on a dead connection, costs at most two
 /// heartbeats of copies. The feed says ``SessionChange/lost(_:)`` at once when no heartbeat came
 /// back in time or the connection ends (PostgreSQL restarted, the network dropped), then
-/// connects again, every half second, and is live again once it listens.
+/// connects again, every half second, and is live again once it listens: on a new connection,
+/// without waiting for the lost one's tasks (a query on a silent connection may not return until
+/// the connection gives up), whose word no longer reaches the cache.
 public struct PostgresSessionChanges: SessionChanges {
     /// The client the feed takes its listening connection from.
     public let client: PostgresClient
@@ -41,24 +43,69 @@ public struct PostgresSessionChanges: SessionChanges {
     var window: Duration { heartbeat * 2 }
 
     public func follow(_ handle: @escaping @Sendable (SessionChange) -> Void) async {
-        let me = UUID().uuidString
         while !Task.isCancelled {
-            // NB: a connection's loss is told once, as soon as it is seen (`listen` tells it
-            // before it waits for its tasks to end: a query on a silent connection may not).
-            let told = LockedBox(false)
-            let lose: @Sendable (String) -> Void = { reason in
-                if told.withLock({ (told: inout Bool) in defer { told = true }; return !told }) { handle(.lost(reason)) }
+            // NB: a connection runs in a task of its own, and the next one doesn't wait for it:
+            // its query on a silent connection may not return until the connection gives up.
+            // Once it is lost (or the feed stops), nothing it says reaches the cache.
+            let link = Link(handle)
+            let connection = Task { await listen(link) }
+            await withTaskCancellationHandler {
+                await link.lost()
+            } onCancel: {
+                link.close()
+                connection.cancel()
             }
-            let reason: String
-            do {
-                try await listen(as: me, handle, lose: lose)
-                reason = "the listening connection ended"
-            } catch {
-                reason = Self.reason(error)
-            }
+            connection.cancel()
             if Task.isCancelled { return }
-            lose(reason)
             try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    /// What one listening connection tells the cache: everything until it is lost, then nothing.
+    final class Link: Sendable {
+        private let handle: @Sendable (SessionChange) -> Void
+        private let state = LockedBox<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((true, nil))
+
+        init(_ handle: @escaping @Sendable (SessionChange) -> Void) {
+            self.handle = handle
+        }
+
+        /// Tells `change`, unless the connection was lost.
+        func tell(_ change: SessionChange) {
+            // NB: under the lock, so no word of the connection is told after its loss.
+            state.withLock { if $0.open { handle(change) } }
+        }
+
+        /// Tells the loss, the first time.
+        func lose(_ reason: String) {
+            end { handle(.lost(reason)) }
+        }
+
+        /// Ends the link without a word: the feed stops.
+        func close() {
+            end {}
+        }
+
+        private func end(_ last: () -> Void) {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard state.open else { return nil }
+                state.open = false
+                last()
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+
+        /// Returns once the link has ended.
+        func lost() async {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let ended = state.withLock { state in
+                    if state.open { state.waiter = waiter }
+                    return !state.open
+                }
+                if ended { waiter.resume() }
+            }
         }
     }
 
@@ -75,70 +122,80 @@ public struct PostgresSessionChanges: SessionChanges {
     struct Beats {
         /// When each heartbeat not yet heard back was sent.
         var sent: [UInt64: ContinuousClock.Instant] = [:]
-        /// Until when the heartbeats heard back vouch for the connection.
+        /// Until when the connection is vouched for: by its start, then by its listening, then
+        /// by each heartbeat heard back.
         var deadline: ContinuousClock.Instant
+
+        /// Moves the deadline to `deadline` if that is later; returns the deadline.
+        mutating func vouch(until deadline: ContinuousClock.Instant) -> ContinuousClock.Instant {
+            self.deadline = max(self.deadline, deadline)
+            return self.deadline
+        }
 
         /// Takes heartbeat `beat` heard back: the deadline it gives, or `nil` when it was heard already.
         mutating func heard(_ beat: UInt64, window: Duration) -> ContinuousClock.Instant? {
             guard let sent = sent[beat] else { return nil }
             self.sent = self.sent.filter { $0.key > beat }
-            deadline = max(deadline, sent + window)
-            return deadline
+            return vouch(until: sent + window)
         }
     }
 
-    /// Listens until the connection ends or goes silent; tells `lose` as soon as it does.
-    private func listen(as me: String, _ handle: @escaping @Sendable (SessionChange) -> Void, lose: @escaping @Sendable (String) -> Void) async throws {
+    /// Connects, listens and hears until the connection ends or goes silent (or never answers);
+    /// tells `link` it is lost as soon as it is, not once its tasks have ended.
+    private func listen(_ link: Link) async {
+        // NB: each connection's heartbeats carry its own name: one that outlives its loss
+        // (stuck on a silent connection) can't vouch for the next.
+        let me = UUID().uuidString
         let clock = ContinuousClock()
         let window = window
-        try await client.withConnection { connection in
-            try await connection.listen(on: Self.channel) { notifications in
-                let beats = LockedBox(Beats(deadline: clock.now + window))
-                handle(.liveUntil(beats.withLock { $0.deadline }))
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
+        let beats = LockedBox(Beats(deadline: clock.now + window))
+        await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {   // the connection: listens, then hears every change and its own heartbeats
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        link.tell(.liveUntil(beats.withLock { $0.vouch(until: clock.now + window) }))
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
                             if parts.count == 3, parts[0] == "ping" {
                                 guard parts[1] == me, let beat = UInt64(parts[2]) else { continue }
-                                if let deadline = beats.withLock({ $0.heard(beat, window: window) }) { handle(.liveUntil(deadline)) }
+                                if let deadline = beats.withLock({ $0.heard(beat, window: window) }) { link.tell(.liveUntil(deadline)) }
                             } else if parts.count == 2 {
-                                handle(.changed(id: String(parts[0]), version: Int64(parts[1])))
+                                link.tell(.changed(id: String(parts[0]), version: Int64(parts[1])))
                             }
                         }
-                        throw Lost(reason: "the listening connection ended")
-                    }
-                    group.addTask {   // a heartbeat every `heartbeat`, through the pool
-                        var beat: UInt64 = 0
-                        while true {
-                            beat += 1
-                            let sent = clock.now
-                            beats.withLock { $0.sent[beat] = sent }
-                            let payload = "ping \(me) \(beat)"
-                            do {
-                                try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
-                            } catch {
-                                throw Lost(reason: "the heartbeat could not be sent")
-                            }
-                            try await clock.sleep(until: sent + heartbeat)
-                        }
-                    }
-                    group.addTask {   // the watch: not a query's answer, which a silent connection never gives
-                        while true {
-                            try await clock.sleep(for: heartbeat / 2)
-                            if clock.now >= beats.withLock({ $0.deadline }) {
-                                throw Lost(reason: "no heartbeat came back within \(window)")
-                            }
-                        }
-                    }
-                    defer { group.cancelAll() }
-                    do {
-                        try await group.next()
-                    } catch {
-                        if !Task.isCancelled { lose(Self.reason(error)) }
-                        throw error
                     }
                 }
+                throw Lost(reason: "the listening connection ended")
+            }
+            group.addTask {   // a heartbeat every `heartbeat`, through the pool
+                var beat: UInt64 = 0
+                while true {
+                    beat += 1
+                    let sent = clock.now
+                    beats.withLock { $0.sent[beat] = sent }
+                    let payload = "ping \(me) \(beat)"
+                    do {
+                        try await client.query("SELECT pg_notify(\(Self.channel), \(payload))", logger: logger)
+                    } catch {
+                        throw Lost(reason: "the heartbeat could not be sent")
+                    }
+                    try await clock.sleep(until: sent + heartbeat)
+                }
+            }
+            group.addTask {   // the watch: not a query's answer, which a silent connection never gives
+                while true {
+                    try await clock.sleep(for: heartbeat / 2)
+                    if clock.now >= beats.withLock({ $0.deadline }) {
+                        throw Lost(reason: "no heartbeat came back within \(window)")
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            do {
+                try await group.next()
+                link.lose("the listening connection ended")
+            } catch {
+                link.lose(Self.reason(error))
             }
         }
     }
