@@ -1,5 +1,5 @@
 import Foundation
-import Habitat
+@testable import Habitat
 import HabitatPersistence
 import Testing
 
@@ -87,6 +87,26 @@ import Testing
             if change.kind == .configUpdated { break }
         }
         #expect(kinds == [.logout, .configUpdated])
+    }
+
+    /// The order the thread sanitizer's run found: the window's follower applies the app's
+    /// sign-out before the window's own call does. The window's stack publishes one change, not
+    /// a second where nothing moved.
+    @Test func aWindowsOwnChangeThatItsFollowerTookFirstPublishesNothingMore() async throws {
+        let app = appWithTwoAccounts()
+        let window = WindowEnvironment(following: app, showing: "ada")
+        let changes = window.stack.changes
+        app.logout(account: "ada")   // what the window's logout does first
+        try await eventually { window.stack.current.session == nil }   // its follower took it
+        window.followApp(cause: .logout, fileID: #fileID, line: #line)   // then the window's own call
+        app.updateConfig { _ in }
+        var kinds: [EnvironmentChangeKind] = []
+        for await change in changes {
+            kinds.append(change.kind)
+            if change.kind == .configUpdated { break }
+        }
+        #expect(kinds == [.logout, .configUpdated])
+        #expect(window.accountID == nil)
     }
 
     @Test func aSignInInAWindowShowsItThereAndJoinsTheOthersElsewhere() async throws {

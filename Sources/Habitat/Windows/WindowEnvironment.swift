@@ -39,8 +39,9 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
     public let stack: EnvironmentStack<App>
     /// The app's stack the window follows.
     public let app: EnvironmentStack<App>
-    /// The account shown, and the position in the app's changes of the last app state applied.
-    private let shown: LockedBox<(name: String?, applied: UInt64)>
+    /// The account shown, the position in the app's changes of the last app state applied, and
+    /// the account shown when it was applied.
+    private let shown: LockedBox<(name: String?, applied: UInt64, appliedName: String?)>
     private let follower = LockedBox<(task: Task<Void, Never>?, closed: Bool)>((nil, false))
 
     /// Opens a window's environment on `app`'s stack.
@@ -58,7 +59,7 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
         let changes = app.changes
         let (current, sequence) = app.currentAndSequence()
         let name = account.flatMap { current.position(named: $0) == nil ? nil : $0 } ?? current.activeAccountID
-        shown = LockedBox((name, sequence))
+        shown = LockedBox((name, sequence, name))
         var base = current
         let (active, others) = Self.accounts(of: current, showing: name)
         base.setAll(active: active, others: others)
@@ -92,11 +93,12 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
     ///   - line: The calling line, recorded with it.
     /// - Throws: ``SessionError/unknownAccount(_:operation:)`` when no such account is signed in.
     public func switchAccount(to name: String, fileID: StaticString = #fileID, line: UInt = #line) throws(SessionError) {
-        let (current, sequence) = app.currentAndSequence()
-        guard current.position(named: name) != nil else { throw .unknownAccount(name, operation: "switchAccount") }
+        guard app.currentAndSequence().0.position(named: name) != nil else { throw .unknownAccount(name, operation: "switchAccount") }
         guard name != accountID else { return }
         shown.withLock { $0.name = name }
-        follow(current, at: sequence, cause: .accountSwitched, fileID: fileID, line: line)
+        // NB: the app's state read after the name is set: one the follower applies meanwhile
+        // shows the new name already.
+        followApp(cause: .accountSwitched, fileID: fileID, line: line)
     }
 
     /// Signs `user` in to the app (``EnvironmentStack/addAccount(user:token:fileID:line:)``, so
@@ -109,8 +111,7 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
     public func login(user: App.User, token: AuthToken, fileID: StaticString = #fileID, line: UInt = #line) {
         app.addAccount(user: user, token: token, fileID: fileID, line: line)
         shown.withLock { $0.name = App.accountID(of: user) }
-        let (current, sequence) = app.currentAndSequence()
-        follow(current, at: sequence, cause: .login, fileID: fileID, line: line)
+        followApp(cause: .login, fileID: fileID, line: line)
     }
 
     /// Signs the window's account out of the app: every window that shows it shows nobody.
@@ -122,8 +123,7 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
     public func logout(fileID: StaticString = #fileID, line: UInt = #line) -> UserSession<App.User>? {
         guard let name = accountID else { return nil }
         let ended = app.logout(account: name, fileID: fileID, line: line)
-        let (current, sequence) = app.currentAndSequence()
-        follow(current, at: sequence, cause: .logout, fileID: fileID, line: line)
+        followApp(cause: .logout, fileID: fileID, line: line)
         return ended
     }
 
@@ -136,10 +136,18 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
         }?.cancel()
     }
 
+    /// Applies the app's state now, for a call of the window's that changed it (`cause`).
+    func followApp(cause: EnvironmentChangeKind, fileID: StaticString, line: UInt) {
+        let (current, sequence) = app.currentAndSequence()
+        follow(current, at: sequence, cause: cause, fileID: fileID, line: line)
+    }
+
     /// Moves the window's stack to `current`, the app's state after its change number
     /// `sequence`, with the window's account active. A change already applied is skipped (a
     /// call of the window's applies the app's state at once, before the follower sees the
-    /// change); the window's own call (`seenBefore`) applies a state seen before, for its account.
+    /// change); the window's own call (`seenBefore`) applies a state seen before only when the
+    /// window's account changed since (a switch, or a sign-in its follower took first): the same
+    /// state for the same account again would publish a change where nothing moved.
     ///
     /// NB: the window's stack is written with `shown`'s lock held, so two states are applied in
     /// their order; the write tells the services (`SessionDependent`), which never reach a window.
@@ -152,10 +160,12 @@ public final class WindowEnvironment<App: EnvironmentSchema>: Sendable {
         line: UInt
     ) {
         shown.withLock { shown in
-            guard sequence > shown.applied || (seenBefore && sequence == shown.applied) else { return }
+            let again = seenBefore && sequence == shown.applied && shown.name != shown.appliedName
+            guard sequence > shown.applied || again else { return }
             shown.applied = sequence
             // An account signed out of the app is shown no more, even if it signs in again.
             if let name = shown.name, current.position(named: name) == nil { shown.name = nil }
+            shown.appliedName = shown.name
             let (active, others) = Self.accounts(of: current, showing: shown.name)
             stack.run(.followed(active, others: others, config: current.config, cause: cause), fileID: fileID, line: line)
         }
