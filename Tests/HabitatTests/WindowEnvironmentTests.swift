@@ -14,6 +14,16 @@ import Testing
         return app
     }
 
+    /// The kinds of the changes `changes` publishes, up to the first of `last`.
+    private func kinds(_ changes: AsyncStream<EnvironmentChange<AccountsApp>>, through last: EnvironmentChangeKind) async -> [EnvironmentChangeKind] {
+        var kinds: [EnvironmentChangeKind] = []
+        for await change in changes {
+            kinds.append(change.kind)
+            if change.kind == last { break }
+        }
+        return kinds
+    }
+
     @Test func aWindowShowsTheAccountItIsGivenOrTheAppsActiveOne() {
         let app = appWithTwoAccounts()
         let named = WindowEnvironment(following: app, showing: "grace")
@@ -79,14 +89,9 @@ import Testing
         #expect(await adaChanges.first { _ in true }?.kind == .logout)
         #expect(await graceChanges.first { _ in true }?.kind == .accountSignedOut)
         // The window's own sign-out is one change: its follower, seeing the app's change after
-        // the window applied it, adds none.
+        // the window applied it, adds none (the other order: the test below).
         app.updateConfig { _ in }
-        var kinds: [EnvironmentChangeKind] = []
-        for await change in ownChanges {
-            kinds.append(change.kind)
-            if change.kind == .configUpdated { break }
-        }
-        #expect(kinds == [.logout, .configUpdated])
+        #expect(await kinds(ownChanges, through: .configUpdated) == [.logout, .configUpdated])
     }
 
     /// The order the thread sanitizer's run found: the window's follower applies the app's
@@ -100,12 +105,7 @@ import Testing
         try await eventually { window.stack.current.session == nil }   // its follower took it
         window.followApp(cause: .logout, fileID: #fileID, line: #line)   // then the window's own call
         app.updateConfig { _ in }
-        var kinds: [EnvironmentChangeKind] = []
-        for await change in changes {
-            kinds.append(change.kind)
-            if change.kind == .configUpdated { break }
-        }
-        #expect(kinds == [.logout, .configUpdated])
+        #expect(await kinds(changes, through: .configUpdated) == [.logout, .configUpdated])
         #expect(window.accountID == nil)
     }
 
