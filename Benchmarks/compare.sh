@@ -12,6 +12,10 @@ smoke=0
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+# NB: every benchmark process makes its own directory of files (`benchDirectory`); they go in
+# this run's directory, and are removed with it (they were left in /tmp, hundreds a run).
+export TMPDIR="$out/tmp"
+mkdir -p "$TMPDIR"
 # NB: run-to-run noise on these machines is +-30-40%, so a full run repeats everything
 # (5 passes by default) and the tables take each measurement's median across the passes.
 runs=${HABITAT_BENCH_RUNS:-5}
