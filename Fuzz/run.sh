@@ -17,10 +17,12 @@ for target in store-document session-store; do
     cp "Corpus/$target"/* "$work/"
     echo "fuzz-$target:"
     status=0
-    SWIFT_BACKTRACE=enable=no "$binary" "$work" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+    # NB: the target's own files (a store document) go in a directory removed after the run.
+    scratch=$(mktemp -d)
+    TMPDIR=$scratch SWIFT_BACKTRACE=enable=no "$binary" "$work" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=1 >"$work.log" 2>&1 || status=$?
     grep -E "^#[0-9]+ +(DONE|INITED)|stat::number_of_executed_units|ERROR|SUMMARY|Done|precondition|Fatal error|Test unit written" "$work.log" || true
-    rm -rf "$work" "$work.log"
+    rm -rf "$work" "$work.log" "$scratch"
     # libFuzzer exits non-zero on a crash, a leak or a timeout.
     test "$status" -eq 0
 done
