@@ -12,8 +12,8 @@ command -v strace >/dev/null || { echo "syncs.sh needs strace" >&2; exit 1; }
 swift build --product habitat-demo >/dev/null
 demo="$(swift build --show-bin-path)/habitat-demo"
 store=$(mktemp -d)
-trap 'rm -rf "$store"' EXIT
 log=$(mktemp)
+trap 'rm -rf "$store" "$log"' EXIT
 
 printf "%-44s %6s\n" "save (one launch of habitat-demo)" "syncs"
 while IFS='|' read -r label arguments; do

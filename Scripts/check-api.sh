@@ -26,10 +26,15 @@ if ! git cat-file -e "$commit^{commit}" 2>/dev/null; then
     exit 1
 fi
 
+# The digester's outputs, and the self-test's copy of the tree: removed at exit.
+outputs=$(mktemp -d)
+scratch=""
+trap '[ -z "$scratch" ] || git worktree remove --force "$scratch" 2>/dev/null || rm -rf "$scratch"; rm -rf "$outputs"' EXIT
+
 # Runs the digester in the package at $1 against the release; prints its output's file.
 diagnose() {
     local out
-    out=$(mktemp)
+    out=$(mktemp -p "$outputs")
     if ! (cd "$1" && swift package diagnose-api-breaking-changes "$commit" --products "${products[@]}") > "$out" 2>&1; then
         if ! grep -q "API breakage:" "$out"; then
             cat "$out" >&2
@@ -48,7 +53,6 @@ fi
 
 # The self-test: a copy of this tree whose public `EnvironmentStack.replaceCurrent` is renamed.
 scratch=$(mktemp -d)
-trap 'git worktree remove --force "$scratch" 2>/dev/null || rm -rf "$scratch"' EXIT
 git worktree add --quiet --detach "$scratch" HEAD
 sed -i 's/public func replaceCurrent</public func replaceTop</' "$scratch/Sources/Habitat/EnvironmentStack+Stack.swift"
 grep -q "public func replaceTop<" "$scratch/Sources/Habitat/EnvironmentStack+Stack.swift"

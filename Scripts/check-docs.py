@@ -52,6 +52,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / ".build-docs"
@@ -120,7 +121,8 @@ def check_transcripts(binary):
         for index, line in enumerate(lines):
             if not TRANSCRIPT.search(line):
                 continue
-            store = pathlib.Path(subprocess.run(["mktemp", "-d"], capture_output=True, text=True).stdout.strip()) / "demo"
+            scratch = tempfile.TemporaryDirectory()
+            store = pathlib.Path(scratch.name) / "demo"
             end = lines.index("```", index + 2)
             last = None
             for number, text in enumerate(lines[index + 2:end], start=index + 3):
@@ -141,6 +143,7 @@ def check_transcripts(binary):
                 elif text.strip():
                     subprocess.run(text.replace("/tmp/demo", str(store)), shell=True, check=True)
                 checked += 1
+            scratch.cleanup()
     return checked
 
 
