@@ -192,12 +192,41 @@ func threeAccounts() -> EnvironmentStack<AccountsApp> {
         let stack = threeAccounts()
         try stack.save(to: sessions)
         stack.addAccount(user: Member(id: "edsger", name: "Edsger"), token: AuthToken("edsger#9"))
-        store.failNext(1)
+        // NB: the next write, not the next operation: the save reads the store first.
+        store.failNextWrites(1)
         #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
+        #expect(secrets.operations.contains(.write("habitat.session.token.edsger")), "the save got as far as the new token")
         let snapshot = try #require(try sessions.load())
         #expect(snapshot.session?.user == .grace)
         #expect(snapshot.otherAccounts.map(\.user) == [.ada, .alan])
         #expect(secrets.keys.contains("habitat.session.token.edsger") == false, "the new item was taken back")
+    }
+
+    /// A login that replaces the signed-in account signs that account out, and a sign-out stands
+    /// whatever fails after it: the replaced account's token goes first, so a save whose snapshot
+    /// can't be written leaves nobody signed in on disk, never the replaced account back (the
+    /// person now at the device signed in as someone else), and nothing of the new account.
+    @Test func aFailedLoginOverAnotherAccountLeavesNobodySignedInNeverTheAccountItReplaced() throws {
+        let store = MockKeyValueStore()
+        let secrets = MockSecretStore()
+        let data = MockKeyValueStore(["habitat.session.account.ada/draft": Data("ada's draft".utf8)])
+        let sessions = SessionStore<AccountsApp>(store: store, secrets: secrets, accountData: data)
+        let stack = makeAccountsStack()
+        stack.login(user: .ada, token: memberToken(.ada, 1))
+        try stack.save(to: sessions)
+        stack.login(user: .grace, token: memberToken(.grace, 2))
+        store.failNextWrites(1)
+        #expect(throws: SnapshotError.self) { try stack.save(to: sessions) }
+        #expect(!secrets.contains("ada#1"), "the replaced account's token went first")
+        #expect(!secrets.contains("grace#2"), "the new token was taken back")
+        #expect(data.contents.isEmpty, "and the replaced account's data")
+        let relaunched = makeAccountsStack()
+        try relaunched.restore(from: sessions)
+        #expect(relaunched.current.accounts.isEmpty, "nobody signed in: never ada back")
+        try stack.save(to: sessions)
+        let next = makeAccountsStack()
+        try next.restore(from: sessions)
+        #expect(next.current.session?.user == .grace && next.current.session?.token == memberToken(.grace, 2), "the next save goes through")
     }
 
     @Test func anItemTheSecretStoreRefusesFailsTheSaveAndLosesNothing() throws {

@@ -154,12 +154,15 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
     /// beside the new one, then the snapshot, then drops the previous token. A crash at any
     /// point leaves the previous session or the new one, each with its own token, and never one
     /// user's snapshot with another save's token. A save that keeps the token writes only the
-    /// snapshot. Logging out deletes the token first, so a crash leaves the app logged out and
-    /// no token on disk. The token never goes into the plain store.
+    /// snapshot. Signing an account out deletes its token first, so a crash leaves that account
+    /// signed out and its token off the disk: a logout, and a login that replaces the signed-in
+    /// account (someone else signed in), whose crash leaves the new session or nobody signed in,
+    /// never the replaced account back. The token never goes into the plain store.
     ///
-    /// A save that fails leaves the stores as they were, but for a logout: when the snapshot
-    /// can't be written after a new token was, the previous token is put back (a login's new
-    /// token is not left beside the old one); a logout's deleted token stays deleted, and a
+    /// A save that fails leaves the stores as they were, but for the accounts it signs out: when
+    /// the snapshot can't be written after a new token was, the previous token is put back (a
+    /// login's new token is not left beside the old one); the token of an account signed out
+    /// since the last save (by a logout, or by a login that replaced it) stays deleted, and a
     /// snapshot whose token is gone restores logged out.
     ///
     /// Other signed-in accounts (`HabitatEnvironment.otherAccounts`) are saved in the same
