@@ -92,6 +92,38 @@ import Darwin
         #expect(FileManager.default.fileExists(atPath: planted.path), "nothing was deleted")
     }
 
+    /// A token file swapped for a link, a FIFO or a file over the limit holds no token to keep:
+    /// the session waits for its token (nothing read through it, nothing written), and signing
+    /// the account in again replaces the file, which the next launch restores. (Before, that
+    /// save failed on reading the file, at every sign-in: the account could never be saved
+    /// again until someone removed the file.)
+    @Test(arguments: ["a symbolic link", "a FIFO", "a file over the limit"])
+    func aDamagedTokenFileIsReplacedWhenTheAccountSignsInAgain(damage: String) throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.file("secrets"))
+        let sessions = SessionStore<TestApp>(store: InMemoryStore(), secrets: secrets)
+        try sessions.save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("mine"))))
+        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey(forAccount: ""))
+        let planted = directory.file("planted")
+        try Data("planted".utf8).write(to: planted)
+        try FileManager.default.removeItem(at: tokenFile)
+        switch damage {
+        case "a symbolic link": try FileManager.default.createSymbolicLink(at: tokenFile, withDestinationURL: planted)
+        case "a FIFO": #expect(mkfifo(tokenFile.path, 0o600) == 0)
+        default: try Data(repeating: 7, count: secrets.maximumSecretSize + 1).write(to: tokenFile)
+        }
+        let stack = makeStack()
+        try stack.restore(from: sessions)
+        #expect(stack.current.session?.state == .awaitingToken, "waiting: nothing read through it")
+
+        stack.login(user: .ada, token: AuthToken("again"))
+        try stack.save(to: sessions)
+        let relaunched = makeStack()
+        try relaunched.restore(from: sessions)
+        #expect(relaunched.current.session?.token.secret == "again" && relaunched.current.session?.state == .restored)
+        #expect(try Data(contentsOf: planted) == Data("planted".utf8), "what a link pointed to is untouched")
+    }
+
     @Test func aDanglingLockSymlinkCreatesNothingWhereItPoints() throws {
         let directory = try TemporaryDirectory()
         let store = try JSONFileStore(url: directory.file("store.json"))

@@ -147,6 +147,10 @@ extension SessionStore {
             // only when the item can't be read now (behind Face ID, say).
             do throws(StoreError) {
                 stored.items[name] = try secrets.secret(forKey: tokenKey(forAccount: name))
+            } catch where error.isDamagedItem {
+                // An item that can never be read as it is holds no token to keep: a sign-in
+                // replaces it (it waited for its token, with nothing to wait for).
+                stored.items[name] = .some(nil)
             } catch {
                 guard let entry = known[name], entry.secret == secret else { throw error }
                 stored.known[name] = entry

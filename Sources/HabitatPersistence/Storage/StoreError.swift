@@ -84,6 +84,18 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension StoreError {
+    /// Whether the item is there but can never be read as it is (a link, a FIFO or a device in
+    /// place of a file, or a file over the limit): no secret in it can be kept, and writing the
+    /// key again replaces it.
+    var isDamagedItem: Bool {
+        switch self {
+        case .notARegularFile, .tooLarge: true
+        default: false
+        }
+    }
+}
+
 extension StoreError: LocalizedError {
     /// The same one-line message as `description`, so `localizedDescription` shows it too.
     public var errorDescription: String? { description }
