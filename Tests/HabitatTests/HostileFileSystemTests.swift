@@ -124,6 +124,42 @@ import Darwin
         #expect(try Data(contentsOf: planted) == Data("planted".utf8), "what a link pointed to is untouched")
     }
 
+    /// The token index swapped for a link or a FIFO names nothing, and holds no secret: a load
+    /// restores the accounts from their own files; a sign-out still deletes the signed-out
+    /// account's token first (the snapshot's accounts stand in for the index) and writes the
+    /// index anew; `clear()` still deletes every token. (Before, every save and `clear()`
+    /// stopped at the index, and a logout left its token on disk.)
+    @Test(arguments: ["a symbolic link", "a FIFO"])
+    func aDamagedTokenIndexNamesNothingAndTheNextSaveWritesItAnew(damage: String) throws {
+        let files = try AccountFiles()
+        let stack = threeAccounts()
+        try stack.save(to: files.sessions)
+        let index = files.secrets.fileURL(forKey: files.sessions.tokenKey)
+        try FileManager.default.removeItem(at: index)
+        if damage == "a FIFO" {
+            #expect(mkfifo(index.path, 0o600) == 0)
+        } else {
+            try FileManager.default.createSymbolicLink(at: index, withDestinationURL: files.directory.file("elsewhere"))
+        }
+        let relaunched = makeAccountsStack()
+        try relaunched.restore(from: files.sessions)
+        #expect(relaunched.current.accounts.map(\.user.id) == ["grace", "ada", "alan"], "every account from its own file")
+
+        relaunched.logout(account: "alan")
+        try relaunched.save(to: files.sessions)
+        #expect(try !files.directory.anyFileContains("alan#2"), "the signed-out account's token is gone")
+        #expect(try files.secretFiles() == ["habitat.session.token", "habitat.session.token.ada", "habitat.session.token.grace"])
+        #expect(try FileManager.default.attributesOfItem(atPath: index.path)[.type] as? FileAttributeType == .typeRegular, "the index, written anew")
+        let again = makeAccountsStack()
+        try again.restore(from: files.sessions)
+        #expect(again.current.accounts.map(\.user.id) == ["grace", "ada"])
+
+        try FileManager.default.removeItem(at: index)
+        #expect(mkfifo(index.path, 0o600) == 0)
+        try files.sessions.clear()
+        #expect(try files.secretFiles().isEmpty, "clear() deleted every token the snapshot named")
+    }
+
     @Test func aDanglingLockSymlinkCreatesNothingWhereItPoints() throws {
         let directory = try TemporaryDirectory()
         let store = try JSONFileStore(url: directory.file("store.json"))

@@ -37,6 +37,9 @@ package struct StoredTokens: Equatable {
     /// The pairs the saved snapshot names, by account: read only for an account that waits for
     /// its token, which keeps its pair.
     var snapshotPairs: [String: String] = [:]
+    /// With a damaged index, the accounts the saved snapshot names: the items a save must still
+    /// purge when they are signed out.
+    var unindexed: Set<String> = []
 
     package init(indexData: Data?, items: [String: Data?] = [:]) {
         self.indexData = indexData
@@ -137,7 +140,15 @@ extension SessionStore {
     /// whose token is the one `known` says the store holds (the caller checked the snapshot
     /// names the same pairs), is kept as known.
     func storedTokens(for accounts: [(name: String, secret: String)], known: [String: TokenRecord.Entry] = [:]) throws(StoreError) -> StoredTokens {
-        var stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
+        var stored: StoredTokens
+        do throws(StoreError) {
+            stored = StoredTokens(indexData: try secrets.secret(forKey: tokenKey))
+        } catch where error.isDamagedItem {
+            // NB: a damaged index (a link, a FIFO) names nothing: the saved snapshot's accounts
+            // stand in for it, so that one signed out since still loses its token first.
+            stored = StoredTokens(indexData: nil)
+            stored.unindexed = pairs(in: try? savedPayload()).names
+        }
         if let legacy = stored.index, !legacy.tokens.isEmpty {
             stored.indexData = try moveActiveToken(out: legacy)
         }
@@ -219,8 +230,8 @@ extension SessionStore {
             pairs[name] = entry
             if !previous.isEmpty { untrimmed.append((name, entry)) }
         }
-        let listed = stored.index?.others ?? [:]
-        let purged = listed.keys.filter { pairs[$0] == nil }.sorted()
+        let listed = stored.index.map { Set(($0.others ?? [:]).keys) } ?? stored.unindexed
+        let purged = listed.filter { pairs[$0] == nil }.sorted()
         // NB: a sign-out that writes no new token ends the session on disk even when a token
         // can't be deleted (a secrets directory made immutable): the snapshot is written all
         // the same, and the error thrown after it. A token no snapshot names signs nobody in,
@@ -229,7 +240,7 @@ extension SessionStore {
         var steps = purged.map { SaveStep(action: .setSecret(key: tokenKey(forAccount: $0), nil), onFailure: beforeSnapshot, flush: .signOut) }
         // NB: the signed-out accounts stay listed until the save is made, so that one whose
         // data couldn't be purged is purged by the next save, or judged by the next load.
-        let during = TokenRecord.index(naming: Set(listed.keys).union(pairs.keys))
+        let during = TokenRecord.index(naming: listed.union(pairs.keys))
         if during != stored.index {
             let undo: Data?? = fresh.isEmpty ? nil : .some(stored.indexData)
             steps.append(SaveStep(action: .setSecret(key: tokenKey, during.encodedUnlessEmpty), onFailure: beforeSnapshot, flush: .index, undo: undo))

@@ -30,6 +30,9 @@ struct KnownSession: Sendable, Equatable {
     /// Whether an account named `name` is signed in, active or not.
     func holds(_ name: String) -> Bool { active == name || others[name] != nil }
 
+    /// Every signed-in account's name, the active one's included.
+    var names: Set<String> { Set(others.keys).union(active.map { [$0] } ?? []) }
+
     /// Every account's pair the stack knows with its token, by name, the active one's included.
     var entries: [String: TokenRecord.Entry] {
         var entries = others
@@ -104,7 +107,7 @@ extension SessionStore {
     }
 
     /// The saved snapshot's payload; `nil` when nothing is saved.
-    private func savedPayload() throws(SnapshotError) -> Payload? {
+    func savedPayload() throws(SnapshotError) -> Payload? {
         guard let data = try SnapshotError.fromStore({ () throws(StoreError) in try store.data(forKey: key) }) else { return nil }
         return try decodePayload(data)
     }
@@ -144,9 +147,9 @@ extension SessionStore {
         let item = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) }
         known.secret = TokenRecord.decode(item)?.tokens.first { $0.id == pairID }?.secret
         if known.secret == nil {
-            // NB: in the layout before 0.2, the active token is in the index.
-            let index = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey) }
-            known.secret = TokenRecord.decode(index)?.tokens.first { $0.id == pairID }?.secret
+            // NB: in the layout before 0.2, the active token is in the index (the item was just
+            // read: an index that can't be read is a damaged one, and holds none).
+            known.secret = TokenRecord.decode(try? secrets.secret(forKey: tokenKey))?.tokens.first { $0.id == pairID }?.secret
         }
         return known
     }

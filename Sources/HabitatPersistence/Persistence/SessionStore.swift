@@ -186,13 +186,17 @@ public struct SessionStore<App: EnvironmentSchema>: Sendable {
         _ = try lock.withLock { () throws(SnapshotError) in try saveLocked(environment) }
     }
 
-    /// Deletes the snapshot and every signed-in account's token.
+    /// Deletes the snapshot and every signed-in account's token: each account the index names,
+    /// and each the snapshot names (the index may be damaged).
     /// - Throws: ``SnapshotError/store(_:)`` when a store fails.
     public func clear() throws(SnapshotError) {
         try lock.withLock { () throws(SnapshotError) in
             try SnapshotError.fromStore { () throws(StoreError) in
-                let index = TokenRecord.decode(try secrets.secret(forKey: tokenKey))
-                for name in Set((index?.others ?? [:]).keys).union(index?.account.map { [$0] } ?? []) {
+                // NB: an index that can't be read (a link, a FIFO) names nothing; its delete below
+                // says why it failed, if it does.
+                let index = TokenRecord.decode(try? secrets.secret(forKey: tokenKey))
+                let named = pairs(in: try? savedPayload()).names
+                for name in Set((index?.others ?? [:]).keys).union(index?.account.map { [$0] } ?? []).union(named) {
                     try secrets.setSecret(nil, forKey: tokenKey(forAccount: name))
                 }
                 try secrets.setSecret(nil, forKey: tokenKey)

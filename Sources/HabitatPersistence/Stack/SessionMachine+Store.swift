@@ -211,7 +211,7 @@ extension SessionMachine {
         }
         let storedAccounts = (snapshot?.accounts.allSessions ?? []).map { (App.accountID(of: $0.user), $0) }
         var accounts = environment.accounts.map { (App.accountID(of: $0.user), $0) }
-        let knownNames = Set(known.others.keys).union(known.active.map { [$0] } ?? [])
+        let knownNames = known.names
         accounts = accounts.compactMap { name, session in
             guard knownNames.contains(name), pair(name, in: stored) != pair(name, in: known),
                   session.token.secret == secret(name, in: known) else { return (name, session) }
