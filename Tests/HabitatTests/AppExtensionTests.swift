@@ -41,6 +41,23 @@ import Testing
         #expect(calls.value == 0, "the extension never asked the server")
     }
 
+    /// The app's new token reached the extension first (its follower took it; here a restore
+    /// stands in for it): the extension's refresh then refreshes that token, and waits for the
+    /// app's next rotation, as documented: its caller compares tokens to retry.
+    @Test func anExtensionThatAlreadyTookTheAppsTokenWaitsForTheNextRotation() async throws {
+        let directory = try TemporaryDirectory()
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
+        let (app, _) = try launch(directory, refreshesTokens: true)
+        let (widget, widgetSessions) = try launch(directory, refreshesTokens: false)
+        #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
+        try widget.restore(from: widgetSessions)
+        #expect(widget.current.session?.token.secret == "rotated")
+
+        let outcome = await widget.refreshSession { _ in .refreshed(token: AuthToken("by-the-widget")) }
+        #expect(outcome == .waitingForRotation)
+        #expect(widget.current.session?.token.secret == "rotated", "the token a failed request's caller compares with")
+    }
+
     @Test func anExtensionNeverWritesBackAnOlderToken() async throws {
         let directory = try TemporaryDirectory()
         try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))

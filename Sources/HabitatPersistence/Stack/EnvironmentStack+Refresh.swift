@@ -77,7 +77,10 @@ extension EnvironmentStack {
     /// **Extensions.** When the autosave store was made with `refreshesTokens: false` (an app
     /// extension's), `refresh` is never called: the outcome is ``SessionRefreshOutcome/refreshed``
     /// once the app has saved a newer token, ``SessionRefreshOutcome/waitingForRotation`` until
-    /// then.
+    /// then. An extension that follows the store often gets the app's new token that way first:
+    /// a refresh asked after it arrived refreshes that token (`waitingForRotation`), and one it
+    /// arrived during answers ``SessionRefreshOutcome/superseded``. After either, compare the
+    /// session's token with the one the failed request used: when they differ, retry with it.
     ///
     /// `refresh` runs on the caller's actor, so a `@MainActor` view model can pass a closure
     /// that touches its own state.
