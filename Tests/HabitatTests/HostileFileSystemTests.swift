@@ -124,6 +124,33 @@ import Darwin
         #expect(try Data(contentsOf: planted) == Data("planted".utf8), "what a link pointed to is untouched")
     }
 
+    /// A token file damaged while the app runs (the stack knows what it saved there) stops no
+    /// save either: the save finds the stored session changed and the stack takes it, waiting
+    /// for its token as a relaunch would, with the configuration saved; signing in again
+    /// replaces the file. (Before, every save of that stack failed on reading the file.)
+    @Test func aTokenFileDamagedWhileTheAppRunsStopsNoSave() throws {
+        let directory = try TemporaryDirectory()
+        let secrets = try FileSecretStore(directory: directory.file("secrets"))
+        let sessions = SessionStore<TestApp>(store: try JSONFileStore(url: directory.file("session.json")), secrets: secrets)
+        let app = makeStack()
+        app.login(user: .ada, token: AuthToken("mine"))
+        try app.save(to: sessions)
+        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey(forAccount: ""))
+        try FileManager.default.removeItem(at: tokenFile)
+        #expect(mkfifo(tokenFile.path, 0o600) == 0)
+
+        app.updateConfig { $0.timeout = 5 }
+        try app.save(to: sessions)
+        #expect(app.current.session?.state == .awaitingToken, "the stored session, as a relaunch finds it")
+        #expect(try sessions.load()?.config.timeout == 5, "the configuration was saved")
+
+        app.login(user: .ada, token: AuthToken("again"))
+        try app.save(to: sessions)
+        let relaunched = makeStack()
+        try relaunched.restore(from: sessions)
+        #expect(relaunched.current.session?.token.secret == "again" && relaunched.current.config.timeout == 5)
+    }
+
     /// The token index swapped for a link or a FIFO names nothing, and holds no secret: a load
     /// restores the accounts from their own files; a sign-out still deletes the signed-out
     /// account's token first (the snapshot's accounts stand in for the index) and writes the

@@ -144,7 +144,14 @@ extension SessionStore {
             if TokenRecord.decode(item)?.tokens.contains(where: { $0.id == entry.id }) != true { known.others[name] = nil }
         }
         guard let active = known.active, let pairID = known.pairID else { return known }
-        let item = try SnapshotError.fromStore { () throws(StoreError) in try secrets.secret(forKey: tokenKey(forAccount: active)) }
+        let item: Data?
+        do throws(StoreError) {
+            item = try secrets.secret(forKey: tokenKey(forAccount: active))
+        } catch where error.isDamagedItem {
+            item = nil   // an item that can never be read as it is (a link, a FIFO) holds no token
+        } catch {
+            throw .store(error)
+        }
         known.secret = TokenRecord.decode(item)?.tokens.first { $0.id == pairID }?.secret
         if known.secret == nil {
             // NB: in the layout before 0.2, the active token is in the index (the item was just
