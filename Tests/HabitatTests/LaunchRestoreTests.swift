@@ -81,6 +81,40 @@ import Testing
         #expect(stack.current.session == nil)
     }
 
+    /// A downgrade destroys nothing: after a launch that found a newer app's snapshot, the
+    /// older app runs in memory, and none of its saves (autosave, `save(to:)`, a logout's) writes
+    /// over that snapshot or deletes its tokens: each throws `unsupportedVersion`. `clear()` is
+    /// the app's way to start over, and saves go through after it. (Before, the first autosave
+    /// wrote the older snapshot over it and deleted the newer app's token.)
+    @Test func anOlderAppsSavesNeverWriteOverANewerSnapshot() async throws {
+        let store = InMemoryStore()
+        let secrets = InMemorySecretStore()
+        try SessionStore<TestApp>(store: store, secrets: secrets, version: 3)
+            .save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("newer"))))
+        let (before, tokensBefore) = (store.contents, secrets.keys)
+        let older = SessionStore<TestApp>(store: store, secrets: secrets, version: 2)
+        let stack = makeStack()
+        guard case .failed(.unsupportedVersion) = stack.restoreAtLaunch(from: older) else {
+            Issue.record("expected .failed(.unsupportedVersion)")
+            return
+        }
+        let errors = ErrorLog()
+        stack.enableAutosave(to: older) { errors.append($0) }
+        stack.updateConfig { $0.timeout = 5 }
+        stack.login(user: .grace, token: AuthToken("older"))
+        await stack.flushAutosave()
+        #expect(errors.entries.allSatisfy { $0 == .unsupportedVersion(key: "habitat.session", found: 3, newest: 2) } && !errors.entries.isEmpty)
+        #expect(throws: SnapshotError.unsupportedVersion(key: "habitat.session", found: 3, newest: 2)) { try stack.save(to: older) }
+        #expect(throws: SnapshotError.unsupportedVersion(key: "habitat.session", found: 3, newest: 2)) { try stack.logout(savingTo: older) }
+        #expect(store.contents == before && secrets.keys == tokensBefore, "the newer app's session, whole")
+        #expect(stack.current.session == nil, "the logout stands in memory")
+
+        try older.clear()
+        stack.login(user: .grace, token: AuthToken("older"))
+        try stack.save(to: older)
+        #expect(makeStack().restoreAtLaunch(from: older).snapshot?.session?.user == .grace)
+    }
+
     /// A plain store that can't be read right now is a failure that deletes nothing.
     @Test func anUnreadableStoreDeletesNothing() throws {
         let store = MockKeyValueStore()

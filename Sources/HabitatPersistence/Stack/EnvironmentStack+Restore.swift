@@ -49,7 +49,13 @@ extension EnvironmentStack {
     ) throws(SnapshotError) -> SessionSnapshot<App>? {
         // In a test's scope, from the test's own storage (see `TestStorage`).
         let storage = TestStorage<App>.current
-        let snapshot = try (storage?.resolve(sessions) ?? sessions).load()
+        let snapshot: SessionSnapshot<App>?
+        do throws(SnapshotError) {
+            snapshot = try (storage?.resolve(sessions) ?? sessions).load()
+        } catch {
+            if storage == nil, SessionMachine<App>.guardsStore(after: error) { autosave.knowledge = KnownSession() }
+            throw error
+        }
         storage?.record(.restored(snapshot))
         guard let snapshot else {
             // NB: nothing saved is knowledge too: a save that finds another process's login since

@@ -64,9 +64,11 @@ public enum LaunchRestore<App: EnvironmentSchema>: Sendable, CustomStringConvert
     /// starts as if nothing was saved.
     case setAside(movedTo: String, problem: SnapshotError)
     /// The saved state could not be restored and was left as it is: written by a newer version
-    /// of the app, unreadable right now, or not a valid snapshot. The next save overwrites it
-    /// with the stack's state: retry the restore before enabling autosave when the saved
-    /// session may still be good.
+    /// of the app, unreadable right now, or not a valid snapshot. A newer version's snapshot is
+    /// never written over: the stack's saves throw ``SnapshotError/unsupportedVersion(key:found:newest:)``
+    /// until the app calls ``SessionStore/clear()`` to start over (a downgrade destroys nothing).
+    /// Otherwise the next save overwrites it with the stack's state: retry the restore before
+    /// enabling autosave when the saved session may still be good.
     case failed(SnapshotError)
 
     /// One line for logs, without any user data.

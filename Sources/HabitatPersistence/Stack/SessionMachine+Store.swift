@@ -12,6 +12,7 @@ import Habitat
 //                            refresh of an account that waits, and the follower
 //   restored(_:from:...)     what a load makes of an account's saved session and its item
 //   knowsStore(after:)       whether a load knows what the store holds
+//   guardsStore(after:)      whether a failed load leaves a snapshot no save may write over
 //   tokenRead(of:problem:)   what a load read of the saved session's token (`SessionSnapshot.tokenRead`)
 //   launchAnswer(_:)         what `restoreAtLaunch` says
 //   unlockStep(_:loaded:)    what `protectedDataDidBecomeAvailable` does: answer, or take the store's
@@ -74,6 +75,14 @@ extension SessionMachine {
             if case .protectionInvalidated = error { return (nil, error) }
             return (awaiting, error)
         }
+    }
+
+    /// Whether a load that failed with `error` found a snapshot this stack must never write
+    /// over: a newer app's (a downgrade destroys nothing). Its saves then compare with the store,
+    /// which refuses them with the same error.
+    static func guardsStore(after error: SnapshotError) -> Bool {
+        if case .unsupportedVersion = error { return true }
+        return false
     }
 
     /// What a load read of the saved session's token: the one classification the launch, the
