@@ -17,11 +17,16 @@ import Testing
         return (stack, sessions)
     }
 
+    /// Ada signed in with the token "old" in the shared directory, then the app and the
+    /// extension launched on it, each with its stack and store.
+    func appAndExtension(_ directory: TemporaryDirectory) throws -> (app: (EnvironmentStack<TestApp>, SessionStore<TestApp>), widget: (EnvironmentStack<TestApp>, SessionStore<TestApp>)) {
+        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
+        return (try launch(directory, refreshesTokens: true), try launch(directory, refreshesTokens: false))
+    }
+
     @Test func anExtensionThatNeverRefreshesWaitsForTheAppsRotation() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
-        let (app, _) = try launch(directory, refreshesTokens: true)
-        let (widget, _) = try launch(directory, refreshesTokens: false)
+        let ((app, _), (widget, _)) = try appAndExtension(directory)
 
         let calls = Counter()
         let early = await widget.refreshSession { _ in
@@ -46,9 +51,7 @@ import Testing
     /// app's next rotation, as documented: its caller compares tokens to retry.
     @Test func anExtensionThatAlreadyTookTheAppsTokenWaitsForTheNextRotation() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
-        let (app, _) = try launch(directory, refreshesTokens: true)
-        let (widget, widgetSessions) = try launch(directory, refreshesTokens: false)
+        let ((app, _), (widget, widgetSessions)) = try appAndExtension(directory)
         #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
         try widget.restore(from: widgetSessions)
         #expect(widget.current.session?.token.secret == "rotated")
@@ -60,9 +63,7 @@ import Testing
 
     @Test func anExtensionNeverWritesBackAnOlderToken() async throws {
         let directory = try TemporaryDirectory()
-        try sharedSessions(in: directory.url).save(makeEnvironment().with(\.session, UserSession(user: .ada, token: AuthToken("old"))))
-        let (app, sessions) = try launch(directory, refreshesTokens: true)
-        let (widget, _) = try launch(directory, refreshesTokens: false)
+        let ((app, sessions), (widget, _)) = try appAndExtension(directory)
         #expect(await app.refreshSession { _ in .refreshed(token: AuthToken("rotated")) } == .refreshed)
 
         // The widget still holds "old"; a change it saves must not put "old" back.

@@ -9,6 +9,17 @@ import Glibc
 import Darwin
 #endif
 
+/// Puts `damage` where `file` was: "a FIFO", "a symbolic link" (to `target`), or "a file over
+/// the limit" (`limit` bytes and one more).
+func replace(_ file: URL, with damage: String, target: URL? = nil, limit: Int = 0) throws {
+    try FileManager.default.removeItem(at: file)
+    switch damage {
+    case "a FIFO": #expect(mkfifo(file.path, 0o600) == 0)
+    case "a symbolic link": try FileManager.default.createSymbolicLink(at: file, withDestinationURL: try #require(target))
+    default: try Data(repeating: 7, count: limit + 1).write(to: file)
+    }
+}
+
 /// What another local user, a crash or an odd file can leave on disk, and what the stores do
 /// about it: a typed error naming the path, nothing read from or written to the wrong place,
 /// nothing lost.
@@ -106,12 +117,7 @@ import Darwin
         let tokenFile = secrets.fileURL(forKey: sessions.tokenKey(forAccount: ""))
         let planted = directory.file("planted")
         try Data("planted".utf8).write(to: planted)
-        try FileManager.default.removeItem(at: tokenFile)
-        switch damage {
-        case "a symbolic link": try FileManager.default.createSymbolicLink(at: tokenFile, withDestinationURL: planted)
-        case "a FIFO": #expect(mkfifo(tokenFile.path, 0o600) == 0)
-        default: try Data(repeating: 7, count: secrets.maximumSecretSize + 1).write(to: tokenFile)
-        }
+        try replace(tokenFile, with: damage, target: planted, limit: secrets.maximumSecretSize)
         let stack = makeStack()
         try stack.restore(from: sessions)
         #expect(stack.current.session?.state == .awaitingToken, "waiting: nothing read through it")
@@ -135,9 +141,7 @@ import Darwin
         let app = makeStack()
         app.login(user: .ada, token: AuthToken("mine"))
         try app.save(to: sessions)
-        let tokenFile = secrets.fileURL(forKey: sessions.tokenKey(forAccount: ""))
-        try FileManager.default.removeItem(at: tokenFile)
-        #expect(mkfifo(tokenFile.path, 0o600) == 0)
+        try replace(secrets.fileURL(forKey: sessions.tokenKey(forAccount: "")), with: "a FIFO")
 
         app.updateConfig { $0.timeout = 5 }
         try app.save(to: sessions)
@@ -162,12 +166,7 @@ import Darwin
         let stack = threeAccounts()
         try stack.save(to: files.sessions)
         let index = files.secrets.fileURL(forKey: files.sessions.tokenKey)
-        try FileManager.default.removeItem(at: index)
-        if damage == "a FIFO" {
-            #expect(mkfifo(index.path, 0o600) == 0)
-        } else {
-            try FileManager.default.createSymbolicLink(at: index, withDestinationURL: files.directory.file("elsewhere"))
-        }
+        try replace(index, with: damage, target: files.directory.file("elsewhere"))
         let relaunched = makeAccountsStack()
         try relaunched.restore(from: files.sessions)
         #expect(relaunched.current.accounts.map(\.user.id) == ["grace", "ada", "alan"], "every account from its own file")
@@ -181,8 +180,7 @@ import Darwin
         try again.restore(from: files.sessions)
         #expect(again.current.accounts.map(\.user.id) == ["grace", "ada"])
 
-        try FileManager.default.removeItem(at: index)
-        #expect(mkfifo(index.path, 0o600) == 0)
+        try replace(index, with: "a FIFO")
         try files.sessions.clear()
         #expect(try files.secretFiles().isEmpty, "clear() deleted every token the snapshot named")
     }
